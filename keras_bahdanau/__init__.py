@@ -1,0 +1,8 @@
+"""keras_bahdanau: attention-based NMT (Bahdanau et al., 2015) for Keras 3."""
+
+from keras_bahdanau import layers
+from keras_bahdanau import models
+from keras_bahdanau.models import RNNEncDec
+from keras_bahdanau.models import RNNSearch
+
+__version__ = "0.1.0"

@@ -1,0 +1,408 @@
+"""Parallel corpora as lists of `(source, target)` sentence pairs.
+
+Two kinds of corpora:
+
+* `ding_de_en()`: German-English example sentences from the Ding dictionary
+  (Debian package `trans-de-en`, GPL-2+), found on the system or fetched
+  with `apt-get download` into a cache folder. The data is never shipped
+  with this package.
+* Parallel text as users have it: two aligned files, one sentence per line
+  (`read_parallel_files()`), or one tab-separated file (`read_tsv()`), plain
+  or gzipped.
+
+`split_pairs()` gives any corpus the deterministic train/dev/test split that
+`ding_de_en()` uses.
+"""
+
+import functools
+import gzip
+import hashlib
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import tempfile
+import warnings
+
+# The dictionary file inside the package; installed at "/" + this.
+_DING_PACKAGE_FILE = "usr/share/trans/de-en"
+DING_INSTALLED_PATH = pathlib.Path("/") / _DING_PACKAGE_FILE
+DING_DEV_FRACTION = 0.05
+DING_TEST_FRACTION = 0.05
+SPLITS = ("train", "dev", "test")
+
+_INSTALL_HINT = (
+    "Install the Debian/Ubuntu package with `sudo apt-get install "
+    "trans-de-en`, or pass `path=` pointing to a copy of its file "
+    "`/usr/share/trans/de-en`."
+)
+# Ding annotations: {m} gender/part of speech, [ugs.] register or region,
+# <...> alternative spellings, (...) optional or explanatory text.
+_ANNOTATION = re.compile(r"\s*(\{[^{}]*\}|\[[^\[\]]*\]|<[^<>]*>|\([^()]*\))")
+_MAYBE_SENTENCE = re.compile(r"[.!?][\"“”'’]?(\s|$)")
+_SENTENCE_END = re.compile(r"[.!?][\"“”']?$")
+# Alternatives ("/", ";") and placeholders ("…", "etw.", "sb.") mark
+# dictionary phrase patterns, not sentences someone would write.
+_NOT_A_SENTENCE = re.compile(r"…|\.\.\.|/|;|\b(etw|jd|jdm|jdn|jds|sb|sth)\.")
+_OPENING_CHARACTERS = "„“\"'‚‘(¿¡"
+
+
+def cache_dir():
+    """The folder where downloaded corpora are kept.
+
+    `$KERAS_BAHDANAU_CACHE` if set, else `~/.cache/keras_bahdanau`.
+    """
+    folder = os.environ.get("KERAS_BAHDANAU_CACHE")
+    if folder:
+        return pathlib.Path(folder)
+    return pathlib.Path.home() / ".cache" / "keras_bahdanau"
+
+
+def ding_file(cache=None):
+    """Returns the path of the Ding dictionary file, fetching it if needed.
+
+    Looks for the installed file `/usr/share/trans/de-en`, then for a copy
+    unpacked earlier in `cache`. Otherwise downloads the Debian package with
+    `apt-get download trans-de-en` (no root needed) and unpacks it with
+    `dpkg-deb -x` into `cache`.
+
+    Args:
+        cache: folder for the unpacked package. Defaults to `cache_dir()`.
+
+    Returns:
+        A `pathlib.Path` to the dictionary file.
+
+    Raises:
+        FileNotFoundError: when the file is absent and `apt-get` or
+            `dpkg-deb` is missing; the message says how to install it.
+        RuntimeError: when the download fails; the message holds apt's
+            output.
+    """
+    if DING_INSTALLED_PATH.is_file():
+        return DING_INSTALLED_PATH
+    cache = pathlib.Path(cache) if cache is not None else cache_dir()
+    unpacked = cache / "trans-de-en"
+    path = unpacked / _DING_PACKAGE_FILE
+    if path.is_file():
+        return path
+    if not (shutil.which("apt-get") and shutil.which("dpkg-deb")):
+        raise FileNotFoundError(
+            f"The Ding dictionary is not at {DING_INSTALLED_PATH} or "
+            f"{path}, and apt-get/dpkg-deb are not available to fetch it. "
+            + _INSTALL_HINT
+        )
+    cache.mkdir(parents=True, exist_ok=True)
+    # Unpack into a temporary folder and rename it into place, so that an
+    # interrupted or concurrent download never leaves a half-written copy.
+    with tempfile.TemporaryDirectory(dir=cache) as temporary:
+        _run(["apt-get", "download", "trans-de-en"], cwd=temporary)
+        (package,) = pathlib.Path(temporary).glob("trans-de-en_*.deb")
+        _run(["dpkg-deb", "-x", package.name, "unpacked"], cwd=temporary)
+        try:
+            os.rename(pathlib.Path(temporary) / "unpacked", unpacked)
+        except OSError:
+            if not path.is_file():  # Not a concurrent download that won.
+                raise
+    return path
+
+
+def _run(command, cwd):
+    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(
+            f"`{' '.join(command)}` failed with exit status "
+            f"{result.returncode}:\n{result.stderr.strip()}\n"
+            "If apt cannot locate the package, run `apt-get update` first. "
+            + _INSTALL_HINT
+        )
+
+
+def parse_ding(lines):
+    """Extracts sentence pairs from lines of the Ding dictionary.
+
+    A line reads `German :: English`; each side holds sub-entries separated
+    by ` | `, aligned by position, and each sub-entry synonyms separated by
+    `; `. Headwords and phrases are dictionary material; many entries end
+    with human-written example sentences, which this function keeps:
+
+    1. Comment lines (`#`) and lines whose two sides have different numbers
+       of sub-entries are skipped.
+    2. Annotations are removed: `{m}`, `[ugs.]`, `<...>` and `(...)`. The
+       typographic apostrophe `’` becomes `'` (the file mixes both), and
+       runs of whitespace become one space.
+    3. A pair of sub-entries is kept when both sides are sentences: they
+       start with an uppercase letter or a digit (after opening quotes or
+       brackets), end with `.`, `!` or `?` (optionally followed by a closing
+       quote), have at least two words, and hold no alternatives (`/`,
+       `;`) and no placeholders (`…`, `etw.`, `jdm.`, `sb.`, `sth.`, ...).
+    4. Exact duplicate pairs are dropped, keeping the first.
+
+    Args:
+        lines: iterable of `str`, the lines of the dictionary file.
+
+    Returns:
+        A list of `(german, english)` string tuples, in file order.
+    """
+    pairs = {}
+    for line in lines:
+        if line.startswith("#") or " :: " not in line:
+            continue
+        german, english = line.rstrip("\n").split(" :: ", 1)
+        # Cheap test first: most lines hold only headwords and phrases.
+        if _MAYBE_SENTENCE.search(german) is None:
+            continue
+        german, english = german.split(" | "), english.split(" | ")
+        if len(german) != len(english):
+            continue
+        for source, target in zip(german, english, strict=True):
+            if _MAYBE_SENTENCE.search(source) is None:
+                continue
+            source = _strip_annotations(source)
+            if not _is_sentence(source):
+                continue
+            target = _strip_annotations(target)
+            if _is_sentence(target):
+                pairs.setdefault((source, target), None)
+    return list(pairs)
+
+
+def _strip_annotations(text):
+    # Repeat for nested annotations such as "(see [Br.])".
+    previous = None
+    while previous != text:
+        previous, text = text, _ANNOTATION.sub("", text)
+    return " ".join(text.replace("’", "'").split())
+
+
+def _is_sentence(text):
+    start = text.lstrip(_OPENING_CHARACTERS)
+    return (
+        bool(start)
+        and (start[0].isupper() or start[0].isdigit())
+        and _SENTENCE_END.search(text) is not None
+        and len(text.split()) >= 2
+        and _NOT_A_SENTENCE.search(text) is None
+    )
+
+
+@functools.lru_cache(maxsize=4)
+def _ding_splits(path):
+    pairs = parse_ding(_read_lines(path, "strict"))
+    return {
+        name: tuple(split)
+        for name, split in split_pairs(
+            pairs, DING_DEV_FRACTION, DING_TEST_FRACTION
+        ).items()
+    }
+
+
+def ding_de_en(split="train", path=None, cache=None):
+    """German-English sentence pairs from the Ding dictionary.
+
+    The example sentences of the Ding dictionary (Frank Richter, TU
+    Chemnitz; GPL-2+), selected and cleaned as described in `parse_ding()`:
+    16,463 pairs from Debian's `trans-de-en` 1.9-6 (2023-01-30), about 8
+    words each. They are split by `split_pairs()` with 5% dev and 5% test:
+    14,791 train, 839 dev and 833 test pairs. The split depends only on
+    each German sentence, so it never changes between runs, machines or
+    Python versions.
+
+    The file is looked up or downloaded by `ding_file()`; it is GPL-licensed
+    and is never bundled with this package.
+
+    Args:
+        split: `"train"`, `"dev"` or `"test"`.
+        path: optional path to a copy of the dictionary file. Defaults to
+            `ding_file(cache)`.
+        cache: folder for a downloaded copy. Defaults to `cache_dir()`.
+
+    Returns:
+        A list of `(german, english)` string tuples.
+
+    Example:
+
+    >>> train = ding_de_en("train")
+    >>> train[0]
+    ('Ich habe am ursprünglichen Entwurf ein paar Änderungen vorgenommen.',
+     "I've made one or two modifications to the original design.")
+    """
+    if split not in SPLITS:
+        raise ValueError(
+            f"`split` must be one of {SPLITS}. Received: split={split!r}"
+        )
+    path = pathlib.Path(path) if path is not None else ding_file(cache)
+    return list(_ding_splits(path.resolve())[split])
+
+
+def split_pairs(pairs, dev_fraction=0.05, test_fraction=0.05):
+    """Splits sentence pairs into train/dev/test by a hash of the source.
+
+    Each pair goes to a split according to the MD5 hash of its source
+    sentence, so the split is stable: it does not depend on the order of
+    the pairs, on other pairs, on the run or on the Python version, and a
+    source sentence that occurs twice never ends up in two splits.
+
+    Args:
+        pairs: list of `(source, target)` string tuples.
+        dev_fraction: expected fraction of pairs in the dev split.
+        test_fraction: expected fraction of pairs in the test split.
+
+    Returns:
+        A dict `{"train": [...], "dev": [...], "test": [...]}` of lists of
+        pairs, each in the order of `pairs`.
+    """
+    if not (
+        0 <= dev_fraction
+        and 0 <= test_fraction
+        and dev_fraction + test_fraction < 1
+    ):
+        raise ValueError(
+            "`dev_fraction` and `test_fraction` must be non-negative and sum "
+            f"to less than 1. Received: dev_fraction={dev_fraction}, "
+            f"test_fraction={test_fraction}"
+        )
+    splits = {name: [] for name in SPLITS}
+    for pair in pairs:
+        digest = hashlib.md5(pair[0].encode("utf-8")).digest()
+        position = int.from_bytes(digest[:8], "big") / 2**64  # in [0, 1)
+        if position < dev_fraction:
+            splits["dev"].append(pair)
+        elif position < dev_fraction + test_fraction:
+            splits["test"].append(pair)
+        else:
+            splits["train"].append(pair)
+    return splits
+
+
+def read_parallel_files(source_path, target_path, errors="strict"):
+    """Reads two aligned files, one sentence per line, into pairs.
+
+    Files may be gzipped (detected from their content, not their name).
+    Leading and trailing whitespace is stripped from each line.
+
+    Args:
+        source_path: path of the source-language file.
+        target_path: path of the target-language file.
+        errors: `"strict"` raises on bytes that are not valid UTF-8;
+            `"replace"` replaces them with U+FFFD.
+
+    Returns:
+        A list of `(source, target)` string tuples. Line pairs where either
+        side is empty are skipped with a warning that counts them.
+
+    Raises:
+        ValueError: if the files have different numbers of lines, a line is
+            not valid UTF-8, or no pair is left.
+
+    Example:
+
+    >>> pairs = read_parallel_files("train.de.gz", "train.en.gz")
+    """
+    sources = list(_read_lines(source_path, errors))
+    targets = list(_read_lines(target_path, errors))
+    if len(sources) != len(targets):
+        raise ValueError(
+            "Parallel files must have the same number of lines. Received: "
+            f"{len(sources)} lines in {str(source_path)!r} and "
+            f"{len(targets)} lines in {str(target_path)!r}"
+        )
+    lines = (
+        (number, source.strip(), target.strip())
+        for number, (source, target) in enumerate(
+            zip(sources, targets, strict=True), 1
+        )
+    )
+    return _pairs_from_lines(lines, f"{source_path!s} and {target_path!s}")
+
+
+def read_tsv(path, columns=(0, 1), errors="strict"):
+    """Reads a tab-separated file of sentence pairs, one pair per line.
+
+    Fields are split on tabs only, without any quoting (the format of
+    Tatoeba exports and of most parallel-corpus TSV dumps). The file may be
+    gzipped.
+
+    Args:
+        path: path of the file.
+        columns: the `(source, target)` column indices.
+        errors: `"strict"` raises on bytes that are not valid UTF-8;
+            `"replace"` replaces them with U+FFFD.
+
+    Returns:
+        A list of `(source, target)` string tuples. Lines where either
+        field is empty are skipped with a warning that counts them.
+
+    Raises:
+        ValueError: if a line has too few fields, a line is not valid
+            UTF-8, or no pair is left.
+
+    Example:
+
+    >>> pairs = read_tsv("deu.txt", columns=(1, 0))
+    """
+    source_column, target_column = columns
+    needed = max(source_column, target_column) + 1
+
+    def lines():
+        for number, line in enumerate(_read_lines(path, errors), 1):
+            fields = line.rstrip("\r\n").split("\t")
+            if len(fields) < needed:
+                raise ValueError(
+                    f"{str(path)!r}, line {number}: expected at least "
+                    f"{needed} tab-separated fields for columns={columns}. "
+                    f"Received: {len(fields)} field(s) in {line[:80]!r}"
+                )
+            yield (
+                number,
+                fields[source_column].strip(),
+                fields[target_column].strip(),
+            )
+
+    return _pairs_from_lines(lines(), str(path))
+
+
+def _pairs_from_lines(lines, name):
+    pairs, empty = [], []
+    for number, source, target in lines:
+        if source and target:
+            pairs.append((source, target))
+        else:
+            empty.append(number)
+    if empty:
+        warnings.warn(
+            f"Skipped {len(empty)} line(s) of {name} with an empty source or "
+            f"target (first at line {empty[0]}).",
+            stacklevel=3,
+        )
+    if not pairs:
+        raise ValueError(f"No sentence pairs found in {name}.")
+    return pairs
+
+
+def _read_lines(path, errors):
+    """Yields the lines of a plain or gzipped UTF-8 file, decoded."""
+    if errors not in ("strict", "replace"):
+        raise ValueError(
+            f"`errors` must be 'strict' or 'replace'. Received: errors="
+            f"{errors!r}"
+        )
+    with open(path, "rb") as file:
+        gzipped = file.read(2) == b"\x1f\x8b"
+    opener = gzip.open if gzipped else open
+    # Lines are split on b"\n" only: str.splitlines() would also split on
+    # U+2028 and friends inside sentences and break the alignment.
+    with opener(path, "rb") as file:
+        for number, raw in enumerate(file, 1):
+            try:
+                line = raw.decode("utf-8", errors=errors)
+            except UnicodeDecodeError as error:
+                raise ValueError(
+                    f"{str(path)!r}, line {number}: invalid UTF-8 "
+                    f"({error.reason} at byte {error.start} of the line). "
+                    "Fix the file, or pass errors='replace' to replace "
+                    "undecodable bytes with U+FFFD."
+                ) from None
+            if number == 1:
+                line = line.removeprefix("\ufeff")  # Byte order mark.
+            yield line.rstrip("\r\n")

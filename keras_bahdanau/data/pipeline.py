@@ -1,0 +1,231 @@
+"""tf.data pipelines that feed sentence pairs to the seq2seq models.
+
+Keras accepts a `tf.data.Dataset` in `model.fit()` on every backend (JAX,
+TensorFlow, torch), so one pipeline serves all three.
+"""
+
+import dataclasses
+import warnings
+
+import numpy as np
+import tensorflow as tf
+
+from keras_bahdanau.data.vocabulary import BOS_ID
+from keras_bahdanau.data.vocabulary import EOS_ID
+from keras_bahdanau.data.vocabulary import PAD_ID
+from keras_bahdanau.data.vocabulary import UNK_ID
+
+
+@dataclasses.dataclass(frozen=True)
+class DatasetReport:
+    """What `make_dataset()` did with the pairs it was given.
+
+    Attributes:
+        num_pairs: pairs received.
+        num_examples: pairs in the dataset.
+        num_batches: batches in one pass over the dataset.
+        num_too_long: pairs left out because a side had more than
+            `max_length` tokens.
+        num_empty: pairs left out because a side had no token at all.
+        max_length: the length limit, in tokens without `[BOS]`/`[EOS]`.
+        source_unknown_rate: fraction of `[UNK]` among the source tokens
+            of the examples.
+        target_unknown_rate: the same for the target tokens.
+    """
+
+    num_pairs: int
+    num_examples: int
+    num_batches: int
+    num_too_long: int
+    num_empty: int
+    max_length: int
+    source_unknown_rate: float
+    target_unknown_rate: float
+
+    def __str__(self):
+        return (
+            f"{self.num_examples} of {self.num_pairs} pairs kept in "
+            f"{self.num_batches} batches; "
+            f"{self.num_too_long} longer than max_length={self.max_length} "
+            f"tokens and {self.num_empty} empty left out; [UNK] rate "
+            f"{self.source_unknown_rate:.2%} (source), "
+            f"{self.target_unknown_rate:.2%} (target)."
+        )
+
+
+def make_dataset(
+    pairs,
+    source_tokenizer,
+    target_tokenizer,
+    batch_size=80,
+    max_length=50,
+    shuffle=True,
+    seed=None,
+    bucket=True,
+    bucket_width=10,
+    drop_remainder=False,
+):
+    """Tokenizes sentence pairs into padded, length-bucketed batches.
+
+    Each element is `({"source_ids": x, "target_ids": t}, y)`: for a pair
+    with target tokens `y_1..y_n`, `t = [BOS] y_1 .. y_n` (the decoder
+    inputs) and `y = y_1 .. y_n [EOS]` (the labels), so `t` and `y` have the
+    same length. All three are int32 (batch, T), padded with `[PAD]` (0);
+    in a batch the source and target sides share the same padded length
+    `T`. Sources get no `[BOS]`/`[EOS]`.
+
+    Pairs with more than `max_length` tokens on either side are left out,
+    as are pairs with an empty side; both are counted in the returned
+    report and announced with a warning, never dropped silently.
+
+    Batches are bucketed by length, like the paper's minibatches of
+    sentences sorted by length (Bahdanau et al., 2015, appendix B): a pair
+    goes to the bucket of its longer side and is padded to the bucket's
+    width (multiples of `bucket_width`, the last one the longest
+    possible sequence, `max_length + 1`). With `bucket=False`, every batch
+    is padded to that longest length. Either way a run sees only a few
+    distinct shapes, so XLA (JAX, TF with `jit_compile`) compiles only a few
+    times.
+
+    Args:
+        pairs: list of `(source, target)` string tuples.
+        source_tokenizer: a `Tokenizer` for the sources.
+        target_tokenizer: a `Tokenizer` for the targets.
+        batch_size: pairs per batch (the paper uses 80).
+        max_length: the most tokens on either side, not counting
+            `[BOS]`/`[EOS]` (the paper trains with 30 and 50 words), or
+            `None` for no limit.
+        shuffle: whether to shuffle the pairs (anew each epoch).
+        seed: shuffling seed; the same seed gives the same batches.
+        bucket: whether to batch pairs of similar length together.
+        bucket_width: width of the length buckets, in tokens.
+        drop_remainder: whether to drop the last, smaller batch (of each
+            bucket), for a fixed batch size.
+
+    Returns:
+        A tuple `(dataset, report)`: the prefetched `tf.data.Dataset`, with
+        a known cardinality (`report.num_batches`), and a `DatasetReport`.
+
+    Example:
+
+    >>> pairs = ding_de_en("train")
+    >>> source_tokenizer = build_tokenizer("word", [s for s, _ in pairs], 30000)
+    >>> target_tokenizer = build_tokenizer("word", [t for _, t in pairs], 30000)
+    >>> dataset, report = make_dataset(
+    ...     pairs, source_tokenizer, target_tokenizer, batch_size=80, seed=1
+    ... )
+    >>> print(report)
+    14789 of 14791 pairs kept in 189 batches; 2 longer than max_length=50
+    tokens and 0 empty left out; [UNK] rate 0.00% (source), 0.00% (target).
+    >>> model.fit(dataset, epochs=10, shuffle=False)
+    """
+    pairs = list(pairs)
+    if not pairs:
+        raise ValueError("`pairs` is empty: a dataset needs sentence pairs.")
+    for name, value in (
+        ("batch_size", batch_size),
+        ("bucket_width", bucket_width),
+    ):
+        if not (isinstance(value, int) and value > 0):
+            raise ValueError(
+                f"`{name}` must be a positive int. Received: {name}={value!r}"
+            )
+    if max_length is not None and not (
+        isinstance(max_length, int) and max_length > 0
+    ):
+        raise ValueError(
+            "`max_length` must be a positive int or None. Received: "
+            f"max_length={max_length!r}"
+        )
+
+    sources = source_tokenizer.tokenize([source for source, _ in pairs])
+    targets = target_tokenizer.tokenize([target for _, target in pairs])
+    source_lengths = sources.row_lengths().numpy()
+    target_lengths = targets.row_lengths().numpy()
+    longest = max(source_lengths.max(), target_lengths.max())
+    limit = longest if max_length is None else max_length
+    empty = (source_lengths == 0) | (target_lengths == 0)
+    too_long = (source_lengths > limit) | (target_lengths > limit)
+    kept = np.flatnonzero(~empty & ~too_long)
+    if len(kept) == 0:
+        raise ValueError(
+            f"No pair has between 1 and max_length={limit} tokens on both "
+            f"sides (of {len(pairs)} pairs). Increase `max_length`."
+        )
+    sources = tf.gather(sources, kept)
+    targets = tf.gather(targets, kept)
+    # Decoder inputs and labels are one longer than the target sentence.
+    padded_length = int(limit) + 1
+    widths = [padded_length]
+    if bucket:
+        widths = list(range(bucket_width, padded_length, bucket_width))
+        widths.append(padded_length)
+    # Each pair has a fixed bucket, so the number of batches is known in
+    # advance (Keras then knows the steps per epoch).
+    lengths = np.maximum(source_lengths[kept], target_lengths[kept] + 1)
+    bucket_sizes = np.bincount(np.searchsorted(widths, lengths))
+    rounding = np.floor if drop_remainder else np.ceil
+    num_batches = int(rounding(bucket_sizes / batch_size).sum())
+    if num_batches == 0:
+        raise ValueError(
+            f"drop_remainder=True leaves no batch: no bucket has "
+            f"batch_size={batch_size} pairs. Use a smaller `batch_size`."
+        )
+    report = DatasetReport(
+        num_pairs=len(pairs),
+        num_examples=len(kept),
+        num_batches=num_batches,
+        num_too_long=int(too_long.sum()),
+        num_empty=int((empty & ~too_long).sum()),
+        max_length=int(limit),
+        source_unknown_rate=_unknown_rate(sources),
+        target_unknown_rate=_unknown_rate(targets),
+    )
+    if report.num_too_long or report.num_empty:
+        warnings.warn(f"make_dataset: {report}", stacklevel=2)
+
+    dataset = tf.data.Dataset.from_tensor_slices((sources, targets))
+    if shuffle:
+        dataset = dataset.shuffle(len(kept), seed=seed)
+    dataset = dataset.map(_add_bos_and_eos, num_parallel_calls=tf.data.AUTOTUNE)
+    if bucket:
+        dataset = dataset.bucket_by_sequence_length(
+            element_length_func=lambda source, inputs, labels: tf.maximum(
+                tf.shape(source)[0], tf.shape(inputs)[0]
+            ),
+            # Bucket i holds lengths in [boundary[i-1], boundary[i]) and is
+            # padded to boundary[i] - 1 = widths[i].
+            bucket_boundaries=[width + 1 for width in widths],
+            bucket_batch_sizes=[batch_size] * (len(widths) + 1),
+            padding_values=PAD_ID,
+            pad_to_bucket_boundary=True,
+            drop_remainder=drop_remainder,
+        )
+    else:
+        dataset = dataset.padded_batch(
+            batch_size,
+            padded_shapes=([padded_length],) * 3,
+            padding_values=PAD_ID,
+            drop_remainder=drop_remainder,
+        )
+    dataset = dataset.apply(
+        tf.data.experimental.assert_cardinality(num_batches)
+    )
+    dataset = dataset.map(_to_model_inputs)
+    return dataset.prefetch(tf.data.AUTOTUNE), report
+
+
+def _add_bos_and_eos(source, target):
+    target = tf.cast(target, "int32")
+    inputs = tf.concat([[BOS_ID], target], axis=0)
+    labels = tf.concat([target, [EOS_ID]], axis=0)
+    return tf.cast(source, "int32"), inputs, labels
+
+
+def _to_model_inputs(source, inputs, labels):
+    return {"source_ids": source, "target_ids": inputs}, labels
+
+
+def _unknown_rate(ids):
+    tokens = ids.flat_values.numpy()
+    return float(np.mean(tokens == UNK_ID)) if len(tokens) else 0.0

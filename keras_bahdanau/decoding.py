@@ -1,0 +1,575 @@
+"""Greedy and beam search over the model protocol, written once in keras.ops.
+
+Both searches run any model with `encode(source_ids, max_length)` and
+`decode_step(cache, previous_ids, step)` (see `TranslationModel`) inside one
+`ops.while_loop` with fixed shapes, so they run eagerly on every backend,
+under `jax.jit`, and inside a `tf.function` / TF SavedModel.
+
+Conventions shared by both searches:
+
+- A hypothesis `Y` is the emitted tokens up to and including the end of
+  sentence (EOS) token; `|Y|` counts them, EOS included. Its log-probability
+  `log P(Y|X)` sums the model's float32 log-softmax at every step, EOS
+  included.
+- Maximum length: sentence `i` emits at most `L_i` tokens (EOS included),
+  `L_i = max_length`, or with `relative_max_length=(a, b)`
+  `L_i = max(1, min(max_length, floor(a * Tx_i + b)))` where `Tx_i` counts
+  the real (non-padding) source tokens. Token number `L_i` can only be EOS
+  (its log-probability is kept as is, not renormalized), so every returned
+  hypothesis ends with EOS.
+- Outputs are padded: ids after EOS are 0 and attention rows after EOS are 0.
+"""
+
+import collections
+import math
+
+import keras
+from keras import ops
+
+from keras_bahdanau.models.translation_model import BOS_ID
+from keras_bahdanau.models.translation_model import EOS_ID
+from keras_bahdanau.models.translation_model import PAD_ID
+
+SearchResult = collections.namedtuple(
+    "SearchResult", ["token_ids", "scores", "log_probs", "lengths", "attention"]
+)
+SearchResult.__doc__ = """Output of `greedy_search` and `beam_search`.
+
+Fields:
+    token_ids: int32 `(batch, n_best, max_length)`, EOS included, 0 after it.
+    scores: float32 `(batch, n_best)`, `s(Y, X)`, sorted best first.
+    log_probs: float32 `(batch, n_best)`, `log P(Y|X)` without penalties.
+    lengths: int32 `(batch, n_best)`, `|Y|` (EOS included); 0 marks an empty
+        n-best slot (fewer than `n_best` hypotheses exist), whose score is
+        `-inf`.
+    attention: float32 `(batch, n_best, max_length, Tx)`, row `t` is the
+        alignment used to emit token `t`; rows after EOS are 0.
+"""
+
+# The beam-search loop state. `alive_*` are the `beam_size` best unfinished
+# hypotheses, `finished_*` the `beam_size` best complete ones (a separate
+# pool, as in T5/Flax). Ids keep BOS at position 0, so step `t` reads its
+# previous token at `t` and writes its new one at `t + 1`.
+BeamState = collections.namedtuple(
+    "BeamState",
+    [
+        "step",  # () int32
+        "alive_ids",  # (batch, beam, T + 1) int32
+        "alive_log_probs",  # (batch, beam) float32, -inf = no hypothesis
+        "alive_attention",  # (batch, beam, T, Tx) float32
+        "cache",  # dict of (batch * beam, ...)
+        "finished_ids",  # (batch, beam, T + 1) int32
+        "finished_scores",  # (batch, beam) float32, -inf = empty slot
+        "finished_log_probs",  # (batch, beam) float32
+        "finished_lengths",  # (batch, beam) int32, 0 = empty slot
+        "finished_attention",  # (batch, beam, T, Tx) float32
+    ],
+)
+
+NEG_INF = float("-inf")
+
+
+def _length_penalty(length, alpha):
+    """GNMT `lp(Y) = (5 + |Y|)^alpha / (5 + 1)^alpha`, `|Y|` with EOS."""
+    return ops.power(5.0 + ops.cast(length, "float32"), alpha) / 6.0**alpha
+
+
+def _coverage_penalty(attention, source_mask, beta):
+    """GNMT `cp(X; Y) = beta * sum_j log(min(sum_i p_ij, 1))`.
+
+    `p_ij`: attention of target step `i` (all `|Y|` steps, EOS included) on
+    source token `j`; `j` runs over real source tokens only. A real source
+    token that gets no attention at all gives `-inf`, as the formula says.
+    """
+    coverage = ops.sum(attention, axis=2)  # (batch, beam, T, Tx) -> (.., Tx)
+    log_coverage = ops.where(
+        source_mask[:, None, :], ops.log(ops.minimum(coverage, 1.0)), 0.0
+    )  # (batch, beam, Tx)
+    return beta * ops.sum(log_coverage, axis=-1)  # (batch, beam)
+
+
+def greedy_search(model, source_ids, max_length=100, relative_max_length=None):
+    """Translates by picking the most probable token at every step.
+
+    Args:
+        model: a model following the decoding protocol (`encode`,
+            `decode_step`), e.g. `keras_bahdanau.models.RNNSearch`.
+        source_ids: int `(batch, Tx)` token ids, 0 = padding.
+        max_length: Python int, the most tokens (EOS included) any
+            translation may have; also the static output length.
+        relative_max_length: optional `(a, b)`: sentence `i` may have at most
+            `min(max_length, floor(a * Tx_i + b))` tokens, `Tx_i` its real
+            source length (see the module docstring).
+
+    Returns:
+        A `SearchResult` with `n_best = 1`; `scores` equal `log_probs` (greedy
+        search uses no penalties).
+
+    Example:
+
+    ```python
+    result = greedy_search(model, source_ids, max_length=60)
+    result.token_ids[:, 0]  # (batch, 60), EOS then zeros
+    ```
+    """
+    _check_length_arguments(max_length, relative_max_length)
+    source_ids = ops.convert_to_tensor(source_ids, "int32")
+    cache = model.encode(source_ids, max_length=max_length)
+    batch_size, source_length = ops.shape(source_ids)
+    max_lengths = _max_lengths(
+        cache["source_mask"], max_length, relative_max_length
+    )  # (batch,)
+
+    def cond(step, ids, log_probs, lengths, attention, cache):
+        return ops.logical_and(
+            ops.less(step, max_length), ops.any(ops.equal(lengths, 0))
+        )
+
+    def body(step, ids, log_probs, lengths, attention, cache):
+        previous_ids = ops.take(ids, step, axis=1)  # (batch,)
+        logits, step_attention, cache = model.decode_step(
+            cache, previous_ids, step
+        )  # (batch, V), (batch, Tx)
+        step_log_probs = _log_softmax(logits, step, max_lengths)  # (batch, V)
+        tokens = ops.cast(ops.argmax(step_log_probs, axis=-1), "int32")
+        is_alive = ops.equal(lengths, 0)  # (batch,)
+        tokens = ops.where(is_alive, tokens, PAD_ID)  # (batch,)
+        token_log_probs = ops.take_along_axis(
+            step_log_probs, tokens[:, None], axis=1
+        )[:, 0]  # (batch,)
+        log_probs = log_probs + ops.where(is_alive, token_log_probs, 0.0)
+        ids = ops.where(
+            ops.equal(ops.arange(max_length + 1), step + 1),
+            tokens[:, None],
+            ids,
+        )  # (batch, T + 1)
+        attention = ops.where(
+            ops.logical_and(
+                ops.equal(ops.arange(max_length), step)[None, :, None],
+                is_alive[:, None, None],
+            ),
+            ops.cast(step_attention, "float32")[:, None, :],
+            attention,
+        )  # (batch, T, Tx)
+        lengths = ops.where(
+            ops.logical_and(is_alive, ops.equal(tokens, EOS_ID)),
+            step + 1,
+            lengths,
+        )  # (batch,)
+        return step + 1, ids, log_probs, lengths, attention, cache
+
+    _, ids, log_probs, lengths, attention, _ = ops.while_loop(
+        cond,
+        body,
+        (
+            ops.convert_to_tensor(0, "int32"),
+            ops.concatenate(
+                [
+                    ops.full((batch_size, 1), BOS_ID, "int32"),
+                    ops.zeros((batch_size, max_length), "int32"),
+                ],
+                axis=1,
+            ),  # (batch, T + 1)
+            ops.zeros((batch_size,), "float32"),
+            ops.zeros((batch_size,), "int32"),
+            ops.zeros((batch_size, max_length, source_length), "float32"),
+            cache,
+        ),
+    )
+    return SearchResult(
+        token_ids=ids[:, None, 1:],  # (batch, 1, T)
+        scores=log_probs[:, None],
+        log_probs=log_probs[:, None],
+        lengths=lengths[:, None],
+        attention=attention[:, None],  # (batch, 1, T, Tx)
+    )
+
+
+def beam_search(
+    model,
+    source_ids,
+    beam_size=4,
+    max_length=100,
+    relative_max_length=None,
+    length_penalty=0.0,
+    coverage_penalty=0.0,
+    n_best=1,
+):
+    """Translates with beam search, scoring with GNMT's penalties.
+
+    Every step expands each of the `beam_size` alive hypotheses by every
+    token and ranks the candidates by `log P(Y|X)`. The EOS candidates among
+    the `beam_size` best become complete: they are scored with
+
+        s(Y, X) = log P(Y|X) / lp(Y) + cp(X; Y)
+        lp(Y) = (5 + |Y|)^length_penalty / 6^length_penalty
+        cp(X; Y) = coverage_penalty * sum_j log(min(sum_i p_ij, 1))
+
+    (`|Y|` counts tokens including EOS; `p_ij` is the attention of target
+    step `i` on real source token `j`) and enter a separate pool that keeps
+    the `beam_size` best by `s`. The `beam_size` best non-EOS candidates stay
+    alive. A sentence stops once no alive hypothesis can still beat its
+    worst pooled one (`log P / lp(L_i)` is an upper bound because
+    `log P <= 0` only decreases, `lp` grows with length and `cp <= 0`), or at
+    its maximum length `L_i`. The encoder runs once per sentence; its cache
+    is tiled `beam_size` times and reordered with the beams.
+
+    With `beam_size=1` and no penalties this is exactly `greedy_search`.
+
+    Args:
+        model: a model following the decoding protocol (`encode`,
+            `decode_step`), e.g. `keras_bahdanau.models.RNNSearch`.
+        source_ids: int `(batch, Tx)` token ids, 0 = padding.
+        beam_size: Python int >= 1, the number of alive hypotheses kept.
+        max_length: Python int, the most tokens (EOS included) any
+            translation may have; also the static output length.
+        relative_max_length: optional `(a, b)`: sentence `i` may have at most
+            `min(max_length, floor(a * Tx_i + b))` tokens, `Tx_i` its real
+            source length (see the module docstring).
+        length_penalty: GNMT `alpha >= 0`; 0 disables it. Wu et al. tune it
+            in [0.6, 0.7] roughly.
+        coverage_penalty: GNMT `beta >= 0`; 0 disables it.
+        n_best: how many complete hypotheses to return per sentence,
+            `1 <= n_best <= beam_size`.
+
+    Returns:
+        A `SearchResult`: `(batch, n_best, ...)` fields sorted by `scores`.
+
+    Example:
+
+    ```python
+    result = beam_search(
+        model, source_ids, beam_size=12, max_length=80,
+        relative_max_length=(1.5, 10), length_penalty=0.6, n_best=3,
+    )
+    best = result.token_ids[:, 0]  # (batch, 80)
+    ```
+
+    References:
+        - Bahdanau et al., 2015, "Neural Machine Translation by Jointly
+          Learning to Align and Translate", §3 (beam search).
+        - Wu et al., 2016, "Google's Neural Machine Translation System", §7
+          (length normalization and coverage penalty).
+    """
+    _check_length_arguments(max_length, relative_max_length)
+    _check_beam_arguments(beam_size, n_best, length_penalty, coverage_penalty)
+    source_ids = ops.convert_to_tensor(source_ids, "int32")
+    cache = model.encode(source_ids, max_length=max_length)
+    source_mask = cache["source_mask"]  # (batch, Tx)
+    max_lengths = _max_lengths(source_mask, max_length, relative_max_length)
+    batch_size, source_length = ops.shape(source_ids)
+    beam_offsets = ops.arange(batch_size)[:, None] * beam_size  # (batch, 1)
+    alpha, beta = float(length_penalty), float(coverage_penalty)
+    max_length_penalty = _length_penalty(max_lengths, alpha)  # (batch,)
+
+    def score(log_probs, attention, length):
+        scores = log_probs / _length_penalty(length, alpha)  # (batch, beam)
+        if beta:  # Skipped when 0: `0 * -inf` would be nan.
+            scores += _coverage_penalty(attention, source_mask, beta)
+        return scores  # (batch, beam)
+
+    def extend(state, step_attention, beams, tokens):
+        """Parent histories at `beams` (batch, beam) + `tokens` at `step`."""
+        ids = _gather_beams(state.alive_ids, beams)  # (batch, beam, T + 1)
+        ids = ops.where(
+            ops.equal(ops.arange(max_length + 1), state.step + 1),
+            tokens[:, :, None],
+            ids,
+        )  # (batch, beam, T + 1)
+        attention = ops.where(
+            ops.equal(ops.arange(max_length), state.step)[:, None],
+            _gather_beams(step_attention, beams)[:, :, None, :],
+            _gather_beams(state.alive_attention, beams),
+        )  # (batch, beam, T, Tx)
+        return ids, attention
+
+    def cond(state):
+        return ops.logical_and(
+            ops.less(state.step, max_length),
+            ops.any(ops.greater(state.alive_log_probs, NEG_INF)),
+        )
+
+    def body(state):
+        previous_ids = ops.take(state.alive_ids, state.step, axis=2)
+        logits, step_attention, cache = model.decode_step(
+            state.cache, ops.reshape(previous_ids, (-1,)), state.step
+        )  # (batch * beam, V), (batch * beam, Tx)
+        log_probs = _log_softmax(
+            logits, state.step, ops.repeat(max_lengths, beam_size, axis=0)
+        )  # (batch * beam, V)
+        vocabulary_size = ops.shape(log_probs)[-1]
+        log_probs = (
+            ops.reshape(state.alive_log_probs, (-1, 1)) + log_probs
+        )  # (batch * beam, V)
+        top_log_probs, top_indices = ops.top_k(
+            ops.reshape(log_probs, (batch_size, -1)), 2 * beam_size
+        )  # (batch, beam * V) -> (batch, 2 * beam)
+        # At most `beam` of the 2 * beam are EOS, so `beam` others remain.
+        top_indices = ops.cast(top_indices, "int32")  # int64 on torch
+        top_beams = top_indices // vocabulary_size  # (batch, 2 * beam)
+        top_tokens = top_indices % vocabulary_size  # (batch, 2 * beam)
+        step_attention = ops.reshape(
+            ops.cast(step_attention, "float32"),
+            (batch_size, beam_size, -1),
+        )  # (batch * beam, Tx) -> (batch, beam, Tx)
+
+        # Complete hypotheses: EOS among the `beam` best candidates.
+        new_ids, new_attention = extend(
+            state,
+            step_attention,
+            top_beams[:, :beam_size],
+            top_tokens[:, :beam_size],
+        )  # (batch, beam, T + 1), (batch, beam, T, Tx)
+        new_log_probs = top_log_probs[:, :beam_size]  # (batch, beam)
+        is_new = ops.logical_and(
+            ops.equal(top_tokens[:, :beam_size], EOS_ID),
+            ops.greater(new_log_probs, NEG_INF),
+        )  # (batch, beam)
+        # Non-EOS candidates are blanked, so empty pool slots stay all 0.
+        new_ids = ops.where(is_new[:, :, None], new_ids, 0)
+        new_attention = ops.where(is_new[:, :, None, None], new_attention, 0.0)
+        new_lengths = ops.where(is_new, state.step + 1, 0)  # (batch, beam)
+        new_scores = ops.where(
+            is_new,
+            score(new_log_probs, new_attention, state.step + 1),
+            NEG_INF,
+        )  # (batch, beam)
+        finished_scores, keep = ops.top_k(
+            ops.concatenate([state.finished_scores, new_scores], axis=1),
+            beam_size,
+        )  # (batch, 2 * beam) -> (batch, beam)
+
+        def merge(finished, new):
+            pool = ops.concatenate([finished, new], axis=1)
+            return _gather_beams(pool, keep)  # (batch, beam, ...)
+
+        # Alive hypotheses: the `beam` best non-EOS candidates.
+        alive_log_probs, keep_alive = ops.top_k(
+            ops.where(ops.equal(top_tokens, EOS_ID), NEG_INF, top_log_probs),
+            beam_size,
+        )  # (batch, 2 * beam) -> (batch, beam)
+        alive_beams = ops.take_along_axis(top_beams, keep_alive, axis=1)
+        alive_tokens = ops.take_along_axis(top_tokens, keep_alive, axis=1)
+        alive_ids, alive_attention = extend(
+            state, step_attention, alive_beams, alive_tokens
+        )  # (batch, beam, T + 1), (batch, beam, T, Tx)
+        cache_indices = ops.reshape(alive_beams + beam_offsets, (-1,))
+        cache = keras.tree.map_structure(
+            lambda x: ops.take(x, cache_indices, axis=0), cache
+        )  # (batch * beam, ...)
+
+        # Stop (kill the alive beams of) sentences that cannot improve.
+        best_possible = (
+            ops.max(alive_log_probs, axis=1) / max_length_penalty
+        )  # (batch,)
+        is_done = ops.less_equal(
+            best_possible, ops.min(finished_scores, axis=1)
+        )  # (batch,)
+        alive_log_probs = ops.where(
+            is_done[:, None], NEG_INF, alive_log_probs
+        )  # (batch, beam)
+        return (
+            BeamState(
+                step=state.step + 1,
+                alive_ids=alive_ids,
+                alive_log_probs=alive_log_probs,
+                alive_attention=alive_attention,
+                cache=cache,
+                finished_ids=merge(state.finished_ids, new_ids),
+                finished_scores=finished_scores,
+                finished_log_probs=merge(
+                    state.finished_log_probs, new_log_probs
+                ),
+                finished_lengths=merge(state.finished_lengths, new_lengths),
+                finished_attention=merge(
+                    state.finished_attention, new_attention
+                ),
+            ),
+        )
+
+    ids = ops.concatenate(
+        [
+            ops.full((batch_size, beam_size, 1), BOS_ID, "int32"),
+            ops.zeros((batch_size, beam_size, max_length), "int32"),
+        ],
+        axis=2,
+    )  # (batch, beam, T + 1)
+    empty_scores = ops.full((batch_size, beam_size), NEG_INF, "float32")
+    attention = ops.zeros(
+        (batch_size, beam_size, max_length, source_length), "float32"
+    )  # (batch, beam, T, Tx)
+    initial_state = BeamState(
+        step=ops.convert_to_tensor(0, "int32"),
+        alive_ids=ids,
+        # Only beam 0 starts alive, so the first step has no duplicates.
+        alive_log_probs=ops.where(
+            ops.equal(ops.arange(beam_size), 0)[None, :], 0.0, empty_scores
+        ),  # (batch, beam)
+        alive_attention=attention,
+        cache=keras.tree.map_structure(
+            lambda x: ops.repeat(x, beam_size, axis=0), cache
+        ),  # (batch * beam, ...)
+        finished_ids=ids,
+        finished_scores=empty_scores,
+        finished_log_probs=empty_scores,
+        finished_lengths=ops.zeros((batch_size, beam_size), "int32"),
+        finished_attention=attention,
+    )
+    (state,) = ops.while_loop(cond, body, (initial_state,))
+    return SearchResult(
+        token_ids=state.finished_ids[:, :n_best, 1:],  # (batch, n_best, T)
+        scores=state.finished_scores[:, :n_best],
+        log_probs=state.finished_log_probs[:, :n_best],
+        lengths=state.finished_lengths[:, :n_best],
+        attention=state.finished_attention[:, :n_best],
+    )
+
+
+def replace_unknown_words(
+    target_tokens, source_tokens, attention, dictionary=None, unk="[UNK]"
+):
+    """Replaces each unknown target word by its most attended source word.
+
+    For word-level vocabularies: an `unk` in the output is replaced by the
+    source word with the highest attention weight at that target step,
+    mapped through `dictionary` when the word is in it (Jean et al., 2015,
+    "On Using Very Large Target Vocabulary for NMT", §3.3; Luong et al.,
+    2015, "Addressing the Rare Word Problem in NMT").
+
+    Args:
+        target_tokens: list of str, the translation (without padding).
+        source_tokens: list of str, the source sentence (without padding).
+        attention: array-like `(>= len(target_tokens), >= len(source_tokens))`,
+            e.g. `result.attention[i, k]`; extra rows/columns (EOS, padding)
+            are ignored.
+        dictionary: optional dict `source word -> target word`.
+        unk: the unknown-word token.
+
+    Returns:
+        A new list of str.
+
+    Example:
+
+    >>> replace_unknown_words(
+    ...     ["le", "[UNK]"], ["the", "Zurich"], [[0.9, 0.1], [0.2, 0.8]],
+    ...     dictionary={"Zurich": "Zurich"})
+    ['le', 'Zurich']
+    """
+    attention = ops.convert_to_numpy(attention)
+    if (
+        attention.ndim != 2
+        or attention.shape[0] < len(target_tokens)
+        or attention.shape[1] < len(source_tokens)
+    ):
+        raise ValueError(
+            "`attention` must have shape (>= len(target_tokens), "
+            ">= len(source_tokens)) = "
+            f"(>= {len(target_tokens)}, >= {len(source_tokens)}). "
+            f"Received: attention.shape={attention.shape}"
+        )
+    dictionary = dictionary or {}
+    replaced = []
+    for i, token in enumerate(target_tokens):
+        if token == unk and source_tokens:
+            word = source_tokens[
+                int(attention[i, : len(source_tokens)].argmax())
+            ]
+            token = dictionary.get(word, word)
+        replaced.append(token)
+    return replaced
+
+
+def _check_length_arguments(max_length, relative_max_length):
+    if not _is_int(max_length) or max_length < 1:
+        raise ValueError(
+            "`max_length` must be a Python int >= 1 (it fixes the output "
+            f"shape). Received: max_length={max_length!r}"
+        )
+    if relative_max_length is not None:
+        if (
+            not isinstance(relative_max_length, tuple | list)
+            or len(relative_max_length) != 2
+            or not all(
+                isinstance(x, int | float) and math.isfinite(x)
+                for x in relative_max_length
+            )
+            or relative_max_length[0] < 0
+        ):
+            raise ValueError(
+                "`relative_max_length` must be None or a pair (a, b) of "
+                "numbers with a >= 0, giving at most floor(a * source_length "
+                "+ b) tokens. Received: "
+                f"relative_max_length={relative_max_length!r}"
+            )
+
+
+def _check_beam_arguments(beam_size, n_best, length_penalty, coverage_penalty):
+    if not _is_int(beam_size) or beam_size < 1:
+        raise ValueError(
+            "`beam_size` must be a Python int >= 1. "
+            f"Received: beam_size={beam_size!r}"
+        )
+    if not _is_int(n_best) or not 1 <= n_best <= beam_size:
+        raise ValueError(
+            "`n_best` must be an int between 1 and `beam_size`. Received: "
+            f"n_best={n_best!r}, beam_size={beam_size}"
+        )
+    for name, value in [
+        ("length_penalty", length_penalty),
+        ("coverage_penalty", coverage_penalty),
+    ]:
+        if not (isinstance(value, int | float) and math.isfinite(value)):
+            raise ValueError(
+                f"`{name}` must be a finite number >= 0. "
+                f"Received: {name}={value!r}"
+            )
+        if value < 0:
+            raise ValueError(
+                f"`{name}` must be >= 0 (a negative value would reward what "
+                f"the penalty is meant to discourage). Received: {name}={value}"
+            )
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _max_lengths(source_mask, max_length, relative_max_length):
+    """Per-sentence `L_i` (tokens, EOS included), see the module docstring."""
+    batch_size = ops.shape(source_mask)[0]
+    if relative_max_length is None:
+        return ops.full((batch_size,), max_length, "int32")
+    a, b = relative_max_length
+    source_lengths = ops.sum(ops.cast(source_mask, "float32"), axis=1)
+    lengths = ops.cast(ops.floor(a * source_lengths + b), "int32")
+    return ops.clip(lengths, 1, max_length)  # (batch,)
+
+
+def _log_softmax(logits, step, max_lengths):
+    """float32 log-softmax `(batch, V)`; only EOS at a sentence's last step."""
+    log_probs = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
+    is_last = ops.greater_equal(step + 1, max_lengths)  # (batch,)
+    is_eos = ops.equal(ops.arange(ops.shape(log_probs)[-1]), EOS_ID)  # (V,)
+    return ops.where(
+        ops.logical_and(is_last[:, None], ops.logical_not(is_eos)),
+        NEG_INF,
+        log_probs,
+    )  # (batch, V)
+
+
+def _gather_beams(tensor, beams):
+    """`tensor[b, beams[b, k]]`: (batch, n, ...) -> (batch, beam, ...)."""
+    for _ in range(len(tensor.shape) - 2):
+        beams = ops.expand_dims(beams, -1)  # (batch, beam, 1, ...)
+    return ops.take_along_axis(tensor, beams, axis=1)
+
+
+__all__ = [
+    "BOS_ID",
+    "EOS_ID",
+    "PAD_ID",
+    "SearchResult",
+    "beam_search",
+    "greedy_search",
+    "replace_unknown_words",
+]

@@ -1,0 +1,4 @@
+from keras_bahdanau.layers.additive_attention import AdditiveAttention
+from keras_bahdanau.layers.attention_decoder import AttentionDecoder
+from keras_bahdanau.layers.attention_gru_cell import AttentionGRUCell
+from keras_bahdanau.layers.maxout_dense import MaxoutDense

@@ -1,0 +1,170 @@
+import keras
+from keras import ops
+
+
+@keras.saving.register_keras_serializable(package="keras_bahdanau")
+class AdditiveAttention(keras.layers.Layer):
+    """Bahdanau's alignment model (additive attention).
+
+    Scores every value (annotation) `h_j` against a query (the previous
+    decoder state `s_{i-1}`) with a one-hidden-layer perceptron and returns
+    the expected value under the resulting distribution:
+
+    ```
+    e_ij     = v_a^T tanh(W_a q_i + U_a h_j)
+    alpha_ij = exp(e_ij) / sum_k exp(e_ik)       (over unmasked k only)
+    c_i      = sum_j alpha_ij h_j
+    ```
+
+    `U_a h_j` does not depend on `i`, so it can be computed once per sentence
+    with `compute_keys(value)` and passed as a third input; a decoder then
+    pays only for `W_a q_i` at each step (A.1.2). Like the paper's appendix,
+    the projections have no bias terms.
+
+    Unlike `keras.layers.AdditiveAttention`, which scores
+    `reduce_sum(tanh(query + key))` with no learned projections (so query and
+    key must have the same size), this layer learns `W_a`, `U_a` and `v_a`,
+    so the query and the values can have different sizes, as `s_{i-1}` (n)
+    and `h_j` (2n) do in the paper.
+
+    Args:
+        units: int, the size `n'` of the hidden layer of the alignment model
+            (the paper uses `n'` = n = 1000).
+        kernel_initializer: initializer for `W_a` and `U_a`. The paper draws
+            them from N(0, 0.001^2).
+        score_initializer: initializer for `v_a`. Zeros (the paper's choice)
+            makes the first alignments uniform.
+        **kwargs: base layer arguments (`name`, `dtype`, ...).
+
+    Call arguments:
+        inputs: list `[query, value]` or `[query, value, keys]`.
+            `query`: `(batch, dq)` for one decoder step or `(batch, Tq, dq)`.
+            `value`: `(batch, Tv, dv)`, the annotations `h_j`.
+            `keys`: optional `(batch, Tv, units)`, `compute_keys(value)`
+            computed beforehand.
+        mask: optional list `[query_mask, value_mask]`; `value_mask` is a
+            boolean `(batch, Tv)`, False on padding. `query_mask` is ignored.
+        return_attention_scores: bool, also return the alignment weights.
+
+    Returns:
+        `context` with shape `(batch, dv)` or `(batch, Tq, dv)`, and, when
+        `return_attention_scores=True`, the weights `alpha` with shape
+        `(batch, Tv)` or `(batch, Tq, Tv)`. The weights sum to 1 over unmasked
+        positions and are 0 on masked ones; a fully masked row gives zero
+        weights and a zero context, never NaN.
+
+    Example:
+
+    >>> layer = AdditiveAttention(8)
+    >>> query = np.random.rand(2, 5).astype("float32")
+    >>> value = np.random.rand(2, 7, 6).astype("float32")
+    >>> context, alpha = layer([query, value], return_attention_scores=True)
+    >>> tuple(context.shape), tuple(alpha.shape)
+    ((2, 6), (2, 7))
+
+    Reference:
+        Bahdanau, Cho, Bengio. Neural Machine Translation by Jointly Learning
+        to Align and Translate. ICLR 2015. Eq. (6) and appendix A.1.2.
+    """
+
+    def __init__(
+        self,
+        units,
+        kernel_initializer="glorot_uniform",
+        score_initializer="zeros",
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        if not isinstance(units, int) or units <= 0:
+            raise ValueError(
+                f"`units` must be a positive integer. Received: units={units}"
+            )
+        self.units = units
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.score_initializer = keras.initializers.get(score_initializer)
+        self.supports_masking = True
+
+    def build(self, input_shape):
+        if (
+            not isinstance(input_shape, (list, tuple))
+            or len(input_shape) not in (2, 3)
+            or not all(isinstance(s, (list, tuple)) for s in input_shape)
+        ):
+            raise ValueError(
+                "AdditiveAttention expects inputs `[query, value]` or "
+                f"`[query, value, keys]`. Received shapes: {input_shape}"
+            )
+        query_shape, value_shape = input_shape[0], input_shape[1]
+        self.query_kernel = self.add_weight(
+            name="query_kernel",  # W_a
+            shape=(query_shape[-1], self.units),
+            initializer=self.kernel_initializer,
+        )
+        self.key_kernel = self.add_weight(
+            name="key_kernel",  # U_a
+            shape=(value_shape[-1], self.units),
+            initializer=self.kernel_initializer,
+        )
+        self.score_vector = self.add_weight(
+            name="score_vector",  # v_a
+            shape=(self.units,),
+            initializer=self.score_initializer,
+        )
+
+    def compute_keys(self, value):
+        """`U_a h_j` for all positions: `(batch, Tv, dv) -> (batch, Tv, units)`.
+
+        Compute once per sentence and pass as the third input.
+        """
+        return ops.matmul(value, self.key_kernel)
+
+    def call(self, inputs, mask=None, return_attention_scores=False):
+        query, value = inputs[0], inputs[1]
+        keys = inputs[2] if len(inputs) > 2 else self.compute_keys(value)
+        value_mask = mask[1] if isinstance(mask, (list, tuple)) else None
+
+        single_step = len(query.shape) == 2
+        if single_step:
+            query = ops.expand_dims(query, 1)  # (batch, dq) -> (batch, 1, dq)
+        projected_query = ops.matmul(query, self.query_kernel)  # (b, Tq, n)
+        # (b, Tq, 1, n) + (b, 1, Tv, n) -> (b, Tq, Tv, n)
+        hidden = ops.tanh(
+            ops.expand_dims(projected_query, 2) + ops.expand_dims(keys, 1)
+        )
+        scores = ops.matmul(hidden, self.score_vector)  # (b, Tq, Tv)
+        # The softmax runs in float32 even under mixed precision.
+        scores = ops.cast(scores, "float32")
+        if value_mask is not None:
+            value_mask = ops.expand_dims(ops.cast(value_mask, "bool"), 1)
+            scores = ops.where(value_mask, scores, -1e9)
+            alpha = ops.softmax(scores, axis=-1)
+            # A fully masked row is uniform after the softmax: zero it.
+            alpha = alpha * ops.cast(value_mask, "float32")
+        else:
+            alpha = ops.softmax(scores, axis=-1)
+        context = ops.matmul(ops.cast(alpha, value.dtype), value)  # (b,Tq,dv)
+        if single_step:
+            context = ops.squeeze(context, 1)  # (b, 1, dv) -> (b, dv)
+            alpha = ops.squeeze(alpha, 1)  # (b, 1, Tv) -> (b, Tv)
+        if return_attention_scores:
+            return context, alpha
+        return context
+
+    def compute_mask(self, inputs, mask=None):
+        return None
+
+    def compute_output_shape(self, input_shape):
+        query_shape, value_shape = input_shape[0], input_shape[1]
+        return tuple(query_shape[:-1]) + (value_shape[-1],)
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "units": self.units,
+            "kernel_initializer": keras.initializers.serialize(
+                self.kernel_initializer
+            ),
+            "score_initializer": keras.initializers.serialize(
+                self.score_initializer
+            ),
+        }

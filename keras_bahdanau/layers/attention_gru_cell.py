@@ -1,0 +1,201 @@
+import keras
+from keras import ops
+
+from keras_bahdanau.layers.additive_attention import AdditiveAttention
+
+
+@keras.saving.register_keras_serializable(package="keras_bahdanau")
+class AttentionGRUCell(keras.layers.Layer):
+    """The conditional GRU step of RNNsearch's decoder (A.2.2).
+
+    One step attends with the previous state, then updates the state with the
+    previous target word and the new context:
+
+    ```
+    c_i  = sum_j alpha_ij h_j,  alpha_i = softmax_j(v_a^T tanh(W_a s_{i-1}
+                                                      + U_a h_j))
+    z_i  = sigmoid(W_z E y_{i-1} + U_z s_{i-1} + C_z c_i)
+    r_i  = sigmoid(W_r E y_{i-1} + U_r s_{i-1} + C_r c_i)
+    s~_i = tanh(W E y_{i-1} + U [r_i * s_{i-1}] + C c_i)
+    s_i  = (1 - z_i) * s_{i-1} + z_i * s~_i
+    ```
+
+    Note the gate convention: the paper (and this cell) keeps `1 - z` of the
+    old state, while `keras.layers.GRUCell` keeps `z` of it. The gates have a
+    bias (the paper omits biases "to make the equations less cluttered").
+
+    The cell is used inside `keras.layers.RNN` by `AttentionDecoder`, which
+    computes the keys `U_a h_j` once per sentence and hands the annotations
+    to the cell with `set_memory` right before running the loop (Keras 3's
+    `RNN` has no `constants=` argument). Decoding calls `step` directly, which
+    is a pure function of its arguments and also returns the alignment
+    weights for beam search and plots.
+
+    Args:
+        units: int, size `n` of the decoder state.
+        context_dim: int, size of an annotation `h_j` (`2n` for the paper's
+            bidirectional encoder).
+        attention_units: int, hidden size of the alignment model; defaults to
+            `units`.
+        kernel_initializer: initializer of `W`, `W_z`, `W_r` and `C`, `C_z`,
+            `C_r`.
+        recurrent_initializer: initializer of `U`, `U_z`, `U_r`; orthogonal,
+            as in the paper.
+        attention_kernel_initializer: initializer of `W_a`, `U_a`.
+        **kwargs: base layer arguments.
+
+    Call arguments (inside `keras.layers.RNN`):
+        inputs: `(batch, m)`, the embedding `E y_{i-1}` of the previous word.
+        states: list with one `(batch, units)` tensor, `s_{i-1}`.
+
+    Returns:
+        `(output, [s_i])`, `output` being `[s_i; c_i]` with shape
+        `(batch, units + context_dim)`: the readout needs `c_i` and the
+        states (`s_{i-1}` is the previous step's `s_i`).
+
+    Example:
+
+    >>> cell = AttentionGRUCell(16, context_dim=12)
+    >>> cell.build((None, 8))
+    >>> annotations = np.random.rand(2, 5, 12).astype("float32")
+    >>> keys = cell.attention.compute_keys(annotations)
+    >>> state, context, alpha = cell.step(
+    ...     np.zeros((2, 8), "float32"), np.zeros((2, 16), "float32"),
+    ...     annotations, keys)
+    >>> tuple(state.shape), tuple(context.shape), tuple(alpha.shape)
+    ((2, 16), (2, 12), (2, 5))
+
+    Reference:
+        Bahdanau et al. 2015, appendix A.2.2 (decoder) and A.1.2 (alignment).
+    """
+
+    def __init__(
+        self,
+        units,
+        context_dim,
+        attention_units=None,
+        kernel_initializer="glorot_uniform",
+        recurrent_initializer="orthogonal",
+        attention_kernel_initializer="glorot_uniform",
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        for name, value in (("units", units), ("context_dim", context_dim)):
+            if not isinstance(value, int) or value <= 0:
+                raise ValueError(
+                    f"`{name}` must be a positive integer. "
+                    f"Received: {name}={value}"
+                )
+        self.units = units
+        self.context_dim = context_dim
+        self.attention_units = attention_units or units
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.recurrent_initializer = keras.initializers.get(
+            recurrent_initializer
+        )
+        self.attention_kernel_initializer = keras.initializers.get(
+            attention_kernel_initializer
+        )
+        self.attention = AdditiveAttention(
+            self.attention_units,
+            kernel_initializer=self.attention_kernel_initializer,
+            dtype=self.dtype_policy,
+            name="attention",
+        )
+        self.state_size = units
+        self.output_size = units + context_dim
+        self._memory = None
+
+    def build(self, input_shape):
+        n = self.units
+        # Gates packed as [z, r, candidate] so each product is one matmul.
+        self.kernel = self.add_weight(
+            name="kernel",  # [W_z, W_r, W]
+            shape=(input_shape[-1], 3 * n),
+            initializer=self.kernel_initializer,
+        )
+        self.recurrent_kernel = self.add_weight(
+            name="recurrent_kernel",  # [U_z, U_r, U]
+            shape=(n, 3 * n),
+            initializer=self.recurrent_initializer,
+        )
+        self.context_kernel = self.add_weight(
+            name="context_kernel",  # [C_z, C_r, C]
+            shape=(self.context_dim, 3 * n),
+            initializer=self.kernel_initializer,
+        )
+        self.bias = self.add_weight(
+            name="bias", shape=(3 * n,), initializer="zeros"
+        )
+        self.attention.build([(None, n), (None, None, self.context_dim)])
+
+    def set_memory(self, annotations, keys, source_mask):
+        """Hands one batch's annotations to the cell for an `RNN` run."""
+        self._memory = (annotations, keys, source_mask)
+
+    def clear_memory(self):
+        self._memory = None
+
+    def step(self, inputs, state, annotations, keys, source_mask=None):
+        """One decoder step; pure, for search and tests.
+
+        Args:
+            inputs: `(batch, m)`, `E y_{i-1}`.
+            state: `(batch, units)`, `s_{i-1}`.
+            annotations: `(batch, Tx, context_dim)`, `h_j`.
+            keys: `(batch, Tx, attention_units)`, `U_a h_j`.
+            source_mask: optional bool `(batch, Tx)`.
+
+        Returns:
+            `(s_i, c_i, alpha_i)` with shapes `(batch, units)`,
+            `(batch, context_dim)` and `(batch, Tx)`.
+        """
+        n = self.units
+        context, alpha = self.attention(
+            [state, annotations, keys],
+            mask=[None, source_mask],
+            return_attention_scores=True,
+        )
+        # (batch, 3n) each: input, context and bias terms of all three gates.
+        x = (
+            ops.matmul(inputs, self.kernel)
+            + ops.matmul(context, self.context_kernel)
+            + self.bias
+        )
+        recurrent = ops.matmul(state, self.recurrent_kernel[:, : 2 * n])
+        z = ops.sigmoid(x[:, :n] + recurrent[:, :n])
+        r = ops.sigmoid(x[:, n : 2 * n] + recurrent[:, n:])
+        candidate = ops.tanh(
+            x[:, 2 * n :]
+            + ops.matmul(r * state, self.recurrent_kernel[:, 2 * n :])
+        )
+        new_state = (1.0 - z) * state + z * candidate
+        return new_state, context, alpha
+
+    def call(self, inputs, states, training=None):
+        if self._memory is None:
+            raise RuntimeError(
+                "AttentionGRUCell has no annotations to attend to. Run it "
+                "through `AttentionDecoder`, or call `set_memory(annotations, "
+                "keys, source_mask)` inside the same call as `RNN(...)`."
+            )
+        state = states[0] if isinstance(states, (list, tuple)) else states
+        new_state, context, _ = self.step(inputs, state, *self._memory)
+        return ops.concatenate([new_state, context], axis=-1), [new_state]
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "units": self.units,
+            "context_dim": self.context_dim,
+            "attention_units": self.attention_units,
+            "kernel_initializer": keras.initializers.serialize(
+                self.kernel_initializer
+            ),
+            "recurrent_initializer": keras.initializers.serialize(
+                self.recurrent_initializer
+            ),
+            "attention_kernel_initializer": keras.initializers.serialize(
+                self.attention_kernel_initializer
+            ),
+        }

@@ -1,0 +1,3 @@
+from keras_bahdanau.models.rnn_enc_dec import RNNEncDec
+from keras_bahdanau.models.rnn_search import RNNSearch
+from keras_bahdanau.models.translation_model import TranslationModel

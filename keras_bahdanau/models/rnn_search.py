@@ -1,0 +1,309 @@
+import types
+
+import keras
+from keras import ops
+
+from keras_bahdanau.layers.attention_decoder import AttentionDecoder
+from keras_bahdanau.layers.maxout_dense import MaxoutDense
+from keras_bahdanau.models.rnn_search_presets import RNN_SEARCH_PRESETS
+from keras_bahdanau.models.translation_model import TranslationModel
+from keras_bahdanau.models.translation_model import check_positive_int
+from keras_bahdanau.models.translation_model import check_vocabulary_size
+from keras_bahdanau.models.translation_model import paper_initializers
+
+READOUT_STATES = ("previous", "current")
+
+
+@keras.saving.register_keras_serializable(package="keras_bahdanau")
+class RNNSearch(TranslationModel):
+    """RNNsearch: the attention-based encoder-decoder of Bahdanau et al.
+
+    Encoder (A.2.1): one source embedding `E-bar` shared by a forward and a
+    backward GRU; the annotation of word `j` is `h_j = [h->_j; h<-_j]`.
+
+    Decoder (A.2.2): `s_0 = tanh(W_s h<-_1)`, `h<-_1` being the backward
+    state at the first real source word; then at each step the alignment
+    model (A.1.2) gives `c_i` from `s_{i-1}` and the conditional GRU gives
+    `s_i` (see `AttentionGRUCell`). Readout: `t~_i = U_o s_{i-1} +
+    V_o E y_{i-1} + C_o c_i`, a maxout over pairs, and `W_o t_i` are the
+    logits. `readout_state="current"` uses `s_i` instead of `s_{i-1}`, the
+    form of eq. (4) in the main text.
+
+    The encoder GRU follows the paper (`reset_after=False`, the reset gate
+    applied before the recurrent product); `reset_after=True` gives the cuDNN
+    form, faster on GPUs. Keras's GRU keeps `z` of the old state where the
+    paper keeps `1 - z`; with `z_keras = 1 - z_paper` the two are the same
+    function, and the tests check the paper's equations with that mapping.
+
+    Initialization (`initialization="paper"`, appendix B.1): weight matrices
+    N(0, 0.01^2), `W_a` and `U_a` N(0, 0.001^2), orthogonal recurrent
+    matrices, zero biases and zero `v_a`, so the first alignments are
+    uniform. `"glorot"` trains faster for small models.
+
+    Args:
+        source_vocabulary_size: int, `K_x` (ids 0-3 are reserved).
+        target_vocabulary_size: int, `K_y`.
+        embedding_dim: int, `m` (620 in the paper).
+        hidden_dim: int, `n` (1000 in the paper); annotations are `2n`.
+        maxout_dim: int, `l` (500 in the paper).
+        attention_dim: int, hidden size `n'` of the alignment model;
+            defaults to `hidden_dim`.
+        reset_after: bool, encoder GRU form (see above).
+        readout_state: `"previous"` (appendix, default) or `"current"`.
+        dropout: float, dropout on the maxout output `t_i` (0 in the paper).
+        initialization: `"paper"` or `"glorot"`.
+        dtype: dtype policy for the layers; logits are always float32.
+        **kwargs: `name`, `trainable`.
+
+    Inputs:
+        `{"source_ids": int (batch, Tx), "target_ids": int (batch, Ty)}`;
+        `target_ids` are the decoder inputs `(BOS, y_1, ..., y_{Ty-1})`;
+        0 is padding.
+
+    Outputs:
+        float32 logits `(batch, Ty, target_vocabulary_size)`.
+
+    Example:
+
+    >>> model = RNNSearch(100, 120, embedding_dim=16, hidden_dim=32,
+    ...                   maxout_dim=16)
+    >>> logits = model({"source_ids": np.array([[5, 6, 7, 0]]),
+    ...                 "target_ids": np.array([[2, 8, 9]])})
+    >>> tuple(logits.shape)
+    (1, 3, 120)
+
+    Reference:
+        Bahdanau, Cho, Bengio. Neural Machine Translation by Jointly Learning
+        to Align and Translate. ICLR 2015. Appendix A.1.2, A.2.1, A.2.2, B.1.
+    """
+
+    presets = RNN_SEARCH_PRESETS
+
+    def __init__(
+        self,
+        source_vocabulary_size,
+        target_vocabulary_size,
+        embedding_dim=620,
+        hidden_dim=1000,
+        maxout_dim=500,
+        attention_dim=None,
+        reset_after=False,
+        readout_state="previous",
+        dropout=0.0,
+        initialization="paper",
+        dtype=None,
+        **kwargs,
+    ):
+        check_vocabulary_size("source_vocabulary_size", source_vocabulary_size)
+        check_vocabulary_size("target_vocabulary_size", target_vocabulary_size)
+        check_positive_int("embedding_dim", embedding_dim)
+        check_positive_int("hidden_dim", hidden_dim)
+        check_positive_int("maxout_dim", maxout_dim)
+        if attention_dim is not None:
+            check_positive_int("attention_dim", attention_dim)
+        if readout_state not in READOUT_STATES:
+            raise ValueError(
+                f"`readout_state` must be one of {READOUT_STATES}. "
+                f"Received: readout_state={readout_state!r}"
+            )
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(
+                f"`dropout` must be in [0, 1). Received: dropout={dropout}"
+            )
+        init = paper_initializers(initialization)
+        n = hidden_dim
+        # Layers are attached to `self` after `super().__init__()` (the torch
+        # backend forbids sub-modules before it), so the graph is built from
+        # this namespace; the helpers below take either it or `self`.
+        layers = types.SimpleNamespace()
+
+        # === Layers ===
+        layers.source_embedding = keras.layers.Embedding(
+            source_vocabulary_size,
+            embedding_dim,
+            embeddings_initializer=init["embedding"],
+            dtype=dtype,
+            name="source_embedding",
+        )
+        layers.encoder = keras.layers.Bidirectional(
+            keras.layers.GRU(
+                n,
+                return_sequences=True,
+                return_state=True,
+                reset_after=reset_after,
+                kernel_initializer=init["kernel"],
+                recurrent_initializer="orthogonal",
+                dtype=dtype,
+            ),
+            merge_mode="concat",
+            dtype=dtype,
+            name="encoder",
+        )
+        layers.initial_state_projection = keras.layers.Dense(
+            n,
+            activation="tanh",
+            kernel_initializer=init["kernel"],
+            dtype=dtype,
+            name="initial_state_projection",  # W_s
+        )
+        layers.target_embedding = keras.layers.Embedding(
+            target_vocabulary_size,
+            embedding_dim,
+            embeddings_initializer=init["embedding"],
+            dtype=dtype,
+            name="target_embedding",
+        )
+        layers.decoder = AttentionDecoder(
+            n,
+            context_dim=2 * n,
+            attention_units=attention_dim,
+            kernel_initializer=init["kernel"],
+            attention_kernel_initializer=init["attention"],
+            dtype=dtype,
+            name="decoder",
+        )
+        layers.maxout = MaxoutDense(
+            maxout_dim,
+            num_pieces=2,
+            kernel_initializer=init["kernel"],
+            dtype=dtype,
+            name="maxout",  # [U_o, V_o, C_o]
+        )
+        layers.readout_dropout = keras.layers.Dropout(
+            dropout, dtype=dtype, name="readout_dropout"
+        )
+        layers.output_projection = keras.layers.Dense(
+            target_vocabulary_size,
+            kernel_initializer=init["kernel"],
+            dtype="float32",
+            name="output_projection",  # W_o
+        )
+
+        # === Functional Model ===
+        source_ids = keras.Input((None,), dtype="int32", name="source_ids")
+        target_ids = keras.Input((None,), dtype="int32", name="target_ids")
+        source_mask = ops.not_equal(source_ids, 0)
+        annotations, initial_state = self._encode(
+            layers, source_ids, source_mask
+        )
+        target_embedded = layers.target_embedding(target_ids)  # (b,Ty,m)
+        # (b, Ty, m) -> (b, Ty, n + 2n): [s_i; c_i] for every step.
+        decoder_outputs = layers.decoder(
+            target_embedded, annotations, initial_state, source_mask
+        )
+        states = decoder_outputs[:, :, :n]  # s_1 .. s_Ty
+        contexts = decoder_outputs[:, :, n:]  # c_1 .. c_Ty
+        if readout_state == "previous":
+            # s_0 .. s_{Ty-1}: shift the states right by one step.
+            states = ops.concatenate(
+                [ops.expand_dims(initial_state, 1), states[:, :-1]], axis=1
+            )
+        logits = self._readout(layers, states, target_embedded, contexts)
+        super().__init__(
+            inputs={"source_ids": source_ids, "target_ids": target_ids},
+            outputs=logits,
+            **kwargs,
+        )
+
+        for name, layer in vars(layers).items():
+            setattr(self, name, layer)
+
+        # === Config ===
+        self.source_vocabulary_size = source_vocabulary_size
+        self.target_vocabulary_size = target_vocabulary_size
+        self.embedding_dim = embedding_dim
+        self.hidden_dim = hidden_dim
+        self.maxout_dim = maxout_dim
+        self.attention_dim = attention_dim
+        self.reset_after = reset_after
+        self.readout_state = readout_state
+        self.dropout = dropout
+        self.initialization = initialization
+
+    @staticmethod
+    def _encode(layers, source_ids, source_mask):
+        """Annotations `h_j` (batch, Tx, 2n) and `s_0` (batch, n)."""
+        embedded = layers.source_embedding(source_ids)  # (b, Tx, m)
+        annotations, _, backward_state = layers.encoder(
+            embedded, mask=source_mask
+        )
+        # The backward GRU reads right to left and skips padding, so its
+        # final state is h<-_1, the state at the first real word.
+        return annotations, layers.initial_state_projection(backward_state)
+
+    @staticmethod
+    def _readout(layers, states, target_embedded, contexts):
+        """`W_o maxout(U_o s + V_o E y_{i-1} + C_o c_i)` as float32 logits."""
+        features = ops.concatenate([states, target_embedded, contexts], -1)
+        hidden = layers.readout_dropout(layers.maxout(features))
+        return layers.output_projection(hidden)
+
+    def encode(self, source_ids, max_length=None):
+        """Runs the encoder once per sentence; returns the decoding cache.
+
+        Args:
+            source_ids: int `(batch, Tx)`.
+            max_length: unused (RNN decoders need no target buffer).
+
+        Returns:
+            dict with `annotations` (batch, Tx, 2n), `keys` `U_a h_j`
+            (batch, Tx, n'), `source_mask` bool (batch, Tx) and `state`
+            `s_0` (batch, n).
+        """
+        source_ids = ops.convert_to_tensor(source_ids, "int32")
+        source_mask = ops.not_equal(source_ids, 0)
+        annotations, state = self._encode(self, source_ids, source_mask)
+        keys = self.decoder.cell.attention.compute_keys(annotations)
+        return {
+            "annotations": annotations,
+            "keys": keys,
+            "source_mask": source_mask,
+            "state": state,
+        }
+
+    def decode_step(self, cache, previous_ids, step=None):
+        """One decoder step: the decoder cell of A.2.2 and the readout.
+
+        Args:
+            cache: from `encode` (or a previous `decode_step`).
+            previous_ids: int `(batch,)`, `y_{i-1}` (BOS at the first step).
+            step: unused (the state carries the position).
+
+        Returns:
+            `(logits, attention, cache)`: float32 `(batch, V)`, the alignment
+            `alpha_i` `(batch, Tx)`, and the cache holding `s_i`.
+        """
+        embedded = self.target_embedding(previous_ids)  # (b,) -> (b, m)
+        previous_state = cache["state"]
+        state, context, attention = self.decoder.cell.step(
+            embedded,
+            previous_state,
+            cache["annotations"],
+            cache["keys"],
+            cache["source_mask"],
+        )
+        readout_state = (
+            previous_state if self.readout_state == "previous" else state
+        )
+        logits = self._readout(self, readout_state, embedded, context)
+        return logits, attention, {**cache, "state": state}
+
+    def get_config(self):
+        return {
+            "source_vocabulary_size": self.source_vocabulary_size,
+            "target_vocabulary_size": self.target_vocabulary_size,
+            "embedding_dim": self.embedding_dim,
+            "hidden_dim": self.hidden_dim,
+            "maxout_dim": self.maxout_dim,
+            "attention_dim": self.attention_dim,
+            "reset_after": self.reset_after,
+            "readout_state": self.readout_state,
+            "dropout": self.dropout,
+            "initialization": self.initialization,
+            "name": self.name,
+            "trainable": self.trainable,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)

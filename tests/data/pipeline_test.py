@@ -1,0 +1,196 @@
+import keras
+import numpy as np
+import pytest
+
+from keras_bahdanau.data import pipeline
+from keras_bahdanau.data import vocabulary
+from keras_bahdanau.data.vocabulary import BOS_ID
+from keras_bahdanau.data.vocabulary import EOS_ID
+from keras_bahdanau.data.vocabulary import PAD_ID
+
+
+def make_pairs(count=120, seed=0):
+    """Pairs of 1 to 30 words, the target one word longer."""
+    rng = np.random.default_rng(seed)
+    words = [f"w{i}" for i in range(40)]
+    pairs = []
+    for _ in range(count):
+        length = int(rng.integers(1, 31))
+        source = rng.choice(words, length).tolist()
+        pairs.append((" ".join(source), " ".join(source[::-1] + ["w0"])))
+    return pairs
+
+
+@pytest.fixture(scope="module")
+def data():
+    pairs = make_pairs()
+    source = vocabulary.WordTokenizer.from_texts([s for s, _ in pairs], 100)
+    target = vocabulary.WordTokenizer.from_texts([t for _, t in pairs], 100)
+    return pairs, source, target
+
+
+def collect(dataset):
+    return [
+        (x["source_ids"].numpy(), x["target_ids"].numpy(), y.numpy())
+        for x, y in dataset
+    ]
+
+
+def test_batches_hold_bos_inputs_eos_labels_and_padding(data):
+    pairs, source_tokenizer, target_tokenizer = data
+    dataset, report = pipeline.make_dataset(
+        pairs, source_tokenizer, target_tokenizer, batch_size=16, shuffle=False
+    )
+    assert report.num_examples == len(pairs) and report.num_too_long == 0
+    assert dataset.cardinality().numpy() == report.num_batches
+    assert len(list(dataset)) == report.num_batches
+    examples = {}
+    for source, inputs, labels in collect(dataset):
+        assert source.dtype == inputs.dtype == labels.dtype == np.int32
+        assert source.shape == inputs.shape == labels.shape
+        assert source.shape[0] <= 16
+        for x, t, y in zip(source, inputs, labels, strict=True):
+            examples[tuple(x[x != PAD_ID])] = (t, y)
+            assert t[0] == BOS_ID
+            length = int(np.sum(y != PAD_ID))  # y_1..y_n, EOS
+            assert y[length - 1] == EOS_ID
+            np.testing.assert_array_equal(t[1:length], y[: length - 1])
+            assert not t[length:].any() and not y[length:].any()
+            # Padding only at the end of the source.
+            assert not x[int(np.sum(x != PAD_ID)) :].any()
+    assert len(examples) == len(set(s for s, _ in pairs))
+    for source, target in pairs[:10]:
+        x = tuple(source_tokenizer.tokenize(source).numpy())
+        y = target_tokenizer.tokenize(target).numpy()
+        np.testing.assert_array_equal(examples[x][0][1 : len(y) + 1], y)
+
+
+def test_bucketing_reduces_padding(data):
+    pairs, source_tokenizer, target_tokenizer = data
+
+    def padding(bucket):
+        dataset, _ = pipeline.make_dataset(
+            pairs,
+            source_tokenizer,
+            target_tokenizer,
+            16,
+            40,
+            seed=1,
+            bucket=bucket,
+            bucket_width=5,
+        )
+        batches = collect(dataset)
+        shapes = {x.shape[1] for x, _, _ in batches}
+        padded = sum(
+            np.sum(x == PAD_ID) + np.sum(y == PAD_ID) for x, _, y in batches
+        )
+        total = sum(x.size + y.size for x, _, y in batches)
+        return padded / total, shapes
+
+    bucketed, bucket_shapes = padding(True)
+    unbucketed, shapes = padding(False)
+    assert bucketed < 0.5 * unbucketed
+    assert shapes == {41}  # Longest sequence: max_length + 1.
+    assert bucket_shapes <= {5, 10, 15, 20, 25, 30, 35, 40, 41}
+
+
+def test_drop_remainder_gives_full_batches(data):
+    pairs, source_tokenizer, target_tokenizer = data
+    dataset, report = pipeline.make_dataset(
+        pairs,
+        source_tokenizer,
+        target_tokenizer,
+        32,
+        31,
+        bucket_width=16,
+        drop_remainder=True,
+    )
+    batches = collect(dataset)
+    assert report.num_batches == len(batches) == 3  # 45 // 32 + 75 // 32
+    assert {x.shape for x, _, _ in batches} == {(32, 16), (32, 32)}
+
+
+def test_length_filter_is_reported(data):
+    pairs, source_tokenizer, target_tokenizer = data
+    too_long = sum(
+        1 for s, t in pairs if max(len(s.split()), len(t.split())) > 20
+    )
+    assert too_long > 0
+    pairs = pairs + [("w1 w2", "   ")]  # An empty target.
+    with pytest.warns(
+        UserWarning, match=f"{too_long} longer than max_length=20"
+    ):
+        dataset, report = pipeline.make_dataset(
+            pairs, source_tokenizer, target_tokenizer, 8, max_length=20
+        )
+    assert report.num_too_long == too_long and report.num_empty == 1
+    assert report.num_examples == len(pairs) - too_long - 1
+    batches = collect(dataset)
+    assert sum(len(x) for x, _, _ in batches) == report.num_examples
+    assert max(x.shape[1] for x, _, _ in batches) <= 21
+    with pytest.raises(ValueError, match="No pair has"):
+        pipeline.make_dataset(
+            pairs[:3], source_tokenizer, target_tokenizer, 8, 1
+        )
+
+
+def test_shuffling_follows_the_seed(data):
+    pairs, source_tokenizer, target_tokenizer = data
+
+    def first_batches(seed):
+        dataset, _ = pipeline.make_dataset(
+            pairs, source_tokenizer, target_tokenizer, 8, seed=seed
+        )
+        return [x for x, _, _ in collect(dataset.take(3))]
+
+    one, again, other = first_batches(1), first_batches(1), first_batches(2)
+    assert all(np.array_equal(a, b) for a, b in zip(one, again, strict=True))
+    assert not all(
+        a.shape == b.shape and np.array_equal(a, b)
+        for a, b in zip(one, other, strict=True)
+    )
+
+
+def test_feeds_model_fit(data):
+    pairs, source_tokenizer, target_tokenizer = data
+    dataset, report = pipeline.make_dataset(
+        pairs,
+        source_tokenizer,
+        target_tokenizer,
+        32,
+        31,
+        seed=1,
+        bucket_width=32,
+        drop_remainder=True,
+    )
+    # One batch shape, (32, 32): JAX compiles the train step only once.
+    assert report.num_batches == 3
+    source = keras.Input((None,), dtype="int32", name="source_ids")
+    inputs = keras.Input((None,), dtype="int32", name="target_ids")
+    context = keras.layers.GlobalAveragePooling1D()(
+        keras.layers.Embedding(source_tokenizer.vocabulary_size, 8)(source)
+    )
+    hidden = keras.layers.Embedding(target_tokenizer.vocabulary_size, 8)(inputs)
+    hidden = hidden + keras.ops.expand_dims(context, 1)
+    logits = keras.layers.Dense(target_tokenizer.vocabulary_size)(hidden)
+    model = keras.Model({"source_ids": source, "target_ids": inputs}, logits)
+    model.compile(
+        "adam",
+        keras.losses.SparseCategoricalCrossentropy(
+            from_logits=True, ignore_class=PAD_ID
+        ),
+    )
+    # shuffle=False: the dataset shuffles itself (Keras warns otherwise).
+    history = model.fit(dataset, epochs=2, verbose=0, shuffle=False)
+    assert len(history.history["loss"]) == 2
+    assert np.isfinite(history.history["loss"]).all()
+
+
+def test_invalid_arguments(data):
+    pairs, source_tokenizer, target_tokenizer = data
+    with pytest.raises(ValueError, match="`pairs` is empty"):
+        pipeline.make_dataset([], source_tokenizer, target_tokenizer)
+    with pytest.raises(ValueError, match="Received: batch_size=0"):
+        pipeline.make_dataset(pairs, source_tokenizer, target_tokenizer, 0)
+    with pytest.raises(ValueError, match="Received: max_length=0"):
+        pipeline.make_dataset(pairs, source_tokenizer, target_tokenizer, 8, 0)

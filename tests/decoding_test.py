@@ -1,0 +1,370 @@
+import itertools
+
+import numpy as np
+import pytest
+from keras import ops
+
+from keras_bahdanau.decoding import BOS_ID
+from keras_bahdanau.decoding import EOS_ID
+from keras_bahdanau.decoding import PAD_ID
+from keras_bahdanau.decoding import SearchResult
+from keras_bahdanau.decoding import beam_search
+from keras_bahdanau.decoding import greedy_search
+from keras_bahdanau.decoding import replace_unknown_words
+
+HISTORY_SIZE = 7  # The model hashes the whole history into 0..6.
+SOURCES = np.array([[4, 6, 8, 3], [7, 5, 0, 0]], "int32")  # Right-padded.
+
+
+class TableModel:
+    """A hand-built protocol model whose outputs come from random tables.
+
+    Logits depend on the step, the previous token, a hash of the whole
+    history (carried in the cache, so a wrong cache reorder shows) and the
+    source words; attention depends on the step, previous token and
+    history. `[PAD]` and `[BOS]` are never emitted (-inf logits), so the
+    words are `[UNK]` (1), 4 and 5. `run_numpy_model` below recomputes
+    everything independently.
+    """
+
+    def __init__(self, seed=0, eos_bias=0.0):
+        rng = np.random.default_rng(seed)
+        v, steps, source_vocabulary_size, max_source_length = 6, 8, 9, 5
+        self.step_logits = rng.normal(size=(steps, v, v)).astype("float32")
+        self.history_logits = rng.normal(size=(HISTORY_SIZE, v)).astype(
+            "float32"
+        )
+        self.source_logits = 0.5 * rng.normal(
+            size=(source_vocabulary_size, v)
+        ).astype("float32")
+        self.step_attention = 2 * rng.normal(
+            size=(steps, v, max_source_length)
+        ).astype("float32")
+        self.history_attention = 2 * rng.normal(
+            size=(HISTORY_SIZE, max_source_length)
+        ).astype("float32")
+        self.token_bias = np.zeros(v, "float32")
+        self.token_bias[[PAD_ID, BOS_ID]] = -np.inf
+        self.token_bias[EOS_ID] = eos_bias
+
+    def encode(self, source_ids, max_length=None):
+        source_mask = ops.not_equal(source_ids, PAD_ID)  # (batch, Tx)
+        source_logits = ops.take(self.source_logits, source_ids, axis=0)
+        return {
+            "source_mask": source_mask,
+            "source_bias": ops.sum(
+                ops.where(source_mask[..., None], source_logits, 0.0), axis=1
+            ),  # (batch, V)
+            "history": ops.zeros((ops.shape(source_ids)[0],), "int32"),
+        }
+
+    def decode_step(self, cache, previous_ids, step):
+        history = ops.mod(cache["history"] * 3 + previous_ids, HISTORY_SIZE)
+        step_logits = ops.take(self.step_logits, step, axis=0)  # (V, V)
+        logits = (
+            ops.take(step_logits, previous_ids, axis=0)
+            + ops.take(self.history_logits, history, axis=0)
+            + cache["source_bias"]
+            + self.token_bias
+        )  # (batch, V)
+        source_mask = cache["source_mask"]
+        source_length = ops.shape(source_mask)[1]
+        step_attention = ops.take(self.step_attention, step, axis=0)
+        scores = (
+            ops.take(step_attention, previous_ids, axis=0)
+            + ops.take(self.history_attention, history, axis=0)
+        )[:, :source_length]  # (batch, Tx)
+        attention = ops.softmax(
+            ops.where(source_mask, scores, float("-inf")), axis=-1
+        )
+        return logits, attention, {**cache, "history": history}
+
+
+def run_numpy_model(model, source, tokens):
+    """Log-probs before each token and after the last, attention rows."""
+    source = source[source != PAD_ID]
+    previous, history = BOS_ID, 0
+    log_probs, attention = [], []
+    for step, token in enumerate(tuple(tokens) + (None,)):
+        history = (history * 3 + previous) % HISTORY_SIZE
+        logits = (
+            model.step_logits[step, previous].astype("float64")
+            + model.history_logits[history]
+            + model.source_logits[source].sum(axis=0)
+            + model.token_bias
+        )
+        log_probs.append(logits - np.logaddexp.reduce(logits))
+        scores = (
+            model.step_attention[step, previous, : len(source)]
+            + model.history_attention[history, : len(source)]
+        ).astype("float64")
+        attention.append(np.exp(scores) / np.exp(scores).sum())
+        previous = token
+    return log_probs, attention
+
+
+def numpy_hypothesis(model, source, tokens, alpha=0.0, beta=0.0):
+    """(score, log P(Y|X), attention (|Y|, Tx)) from the formulas."""
+    log_probs, attention = run_numpy_model(model, source, tokens)
+    log_prob = sum(
+        lp[token] for lp, token in zip(log_probs, tokens, strict=False)
+    )
+    attention = np.stack(attention[: len(tokens)])
+    length_penalty = (5 + len(tokens)) ** alpha / 6**alpha
+    coverage_penalty = beta * np.log(np.minimum(attention.sum(0), 1)).sum()
+    return log_prob / length_penalty + coverage_penalty, log_prob, attention
+
+
+def exhaustive_ranking(model, source, max_length, alpha=0.0, beta=0.0):
+    """Every hypothesis of at most `max_length` tokens, best first."""
+    words = [t for t in range(len(model.token_bias)) if t not in (0, 2, 3)]
+    hypotheses = []
+    for length in range(max_length):
+        for prefix in itertools.product(words, repeat=length):
+            tokens = prefix + (EOS_ID,)
+            hypotheses.append(
+                (tokens, *numpy_hypothesis(model, source, tokens, alpha, beta))
+            )
+    return sorted(hypotheses, key=lambda h: -h[1])
+
+
+def numpy_beam_search(model, source, beam_size, max_length, alpha, beta):
+    """The documented algorithm, step by step, without early stopping."""
+    alive, finished = [((), 0.0)], []
+    for step in range(max_length):
+        candidates = []
+        for tokens, log_prob in alive:
+            next_log_probs = run_numpy_model(model, source, tokens)[0][-1]
+            for token, token_log_prob in enumerate(next_log_probs):
+                if np.isfinite(token_log_prob) and (
+                    token == EOS_ID or step < max_length - 1
+                ):
+                    candidates.append(
+                        (tokens + (token,), log_prob + token_log_prob)
+                    )
+        candidates.sort(key=lambda c: -c[1])
+        for tokens, _ in candidates[:beam_size]:
+            if tokens[-1] == EOS_ID:
+                finished.append(
+                    (
+                        tokens,
+                        *numpy_hypothesis(model, source, tokens, alpha, beta),
+                    )
+                )
+        finished = sorted(finished, key=lambda h: -h[1])[:beam_size]
+        alive = [c for c in candidates if c[0][-1] != EOS_ID][:beam_size]
+    return finished
+
+
+def to_numpy(result):
+    return type(result)(*(ops.convert_to_numpy(x) for x in result))
+
+
+def assert_matches(result, index, hypotheses, source):
+    """`result[index]` holds exactly `hypotheses` (then empty slots)."""
+    n_best, max_length = result.token_ids.shape[1:]
+    source_length = int((source != PAD_ID).sum())
+    for k in range(n_best):
+        ids = result.token_ids[index, k]
+        attention = result.attention[index, k]
+        if k >= len(hypotheses):
+            assert result.lengths[index, k] == 0
+            assert result.scores[index, k] == -np.inf
+            np.testing.assert_array_equal(ids, 0)
+            np.testing.assert_array_equal(attention, 0)
+            continue
+        tokens, score, log_prob, expected_attention = hypotheses[k]
+        n = len(tokens)
+        assert result.lengths[index, k] == n
+        np.testing.assert_array_equal(ids[:n], tokens)
+        np.testing.assert_array_equal(ids[n:], 0)  # Nothing after EOS.
+        np.testing.assert_allclose(result.scores[index, k], score, rtol=1e-5)
+        np.testing.assert_allclose(
+            result.log_probs[index, k], log_prob, rtol=1e-5
+        )
+        np.testing.assert_allclose(
+            attention[:n, :source_length], expected_attention, atol=1e-6
+        )
+        np.testing.assert_array_equal(attention[n:], 0)  # Rows after EOS.
+        np.testing.assert_array_equal(attention[:, source_length:], 0)
+    assert max_length == result.token_ids.shape[2]
+
+
+@pytest.mark.parametrize(
+    "alpha, beta",
+    [(0.0, 0.0), (2.0, 0.0), (0.0, 2.0)],
+    ids=["no_penalty", "length_penalty", "coverage_penalty"],
+)
+def test_wide_beam_finds_exhaustive_n_best_in_a_padded_batch(alpha, beta):
+    # 3 words, 5 tokens: 121 hypotheses; 128 beams never prune anything.
+    model = TableModel()
+    result = to_numpy(
+        beam_search(
+            model,
+            SOURCES,
+            beam_size=128,
+            max_length=5,
+            length_penalty=alpha,
+            coverage_penalty=beta,
+            n_best=128,
+        )
+    )
+    rankings = [
+        exhaustive_ranking(model, source, 5, alpha, beta) for source in SOURCES
+    ]
+    for i, (source, ranking) in enumerate(zip(SOURCES, rankings, strict=True)):
+        assert len(ranking) == 121
+        assert_matches(result, i, ranking, source)
+    # Either penalty alone changes the best translation (here).
+    best_by_probability = exhaustive_ranking(model, SOURCES[0], 5)[0]
+    is_flipped = rankings[0][0][0] != best_by_probability[0]
+    assert is_flipped == (alpha != beta)
+
+
+def test_beam_size_one_equals_greedy():
+    model = TableModel(seed=3, eos_bias=-1.0)  # Lengths 6 (forced) and 1.
+    greedy = to_numpy(greedy_search(model, SOURCES, max_length=6))
+    beam = to_numpy(beam_search(model, SOURCES, beam_size=1, max_length=6))
+    np.testing.assert_array_equal(beam.token_ids, greedy.token_ids)
+    np.testing.assert_array_equal(beam.lengths, greedy.lengths)
+    np.testing.assert_allclose(beam.log_probs, greedy.log_probs, rtol=1e-6)
+    np.testing.assert_allclose(beam.scores, greedy.scores, rtol=1e-6)
+    np.testing.assert_allclose(beam.attention, greedy.attention, atol=1e-7)
+    for i, source in enumerate(SOURCES):  # Greedy recomputed in NumPy.
+        tokens = ()
+        while tokens[-1:] != (EOS_ID,):
+            log_probs = run_numpy_model(model, source, tokens)[0][-1]
+            if len(tokens) == 5:  # The last of 6 steps allows only EOS.
+                log_probs[np.arange(len(log_probs)) != EOS_ID] = -np.inf
+            tokens += (int(log_probs.argmax()),)
+        hypothesis = numpy_hypothesis(model, source, tokens)
+        assert_matches(greedy, i, [(tokens, *hypothesis)], source)
+
+
+def test_small_beam_follows_the_algorithm_and_batch_equals_one_by_one():
+    model = TableModel(seed=2, eos_bias=-1.0)
+    kwargs = dict(
+        beam_size=3,
+        max_length=7,
+        relative_max_length=(1.0, 2),
+        length_penalty=0.6,
+        coverage_penalty=0.4,
+        n_best=3,
+    )
+    batch = to_numpy(beam_search(model, SOURCES, **kwargs))
+    for i, source in enumerate(SOURCES):
+        source_length = int((source != PAD_ID).sum())
+        reference = numpy_beam_search(
+            model, source, 3, min(7, source_length + 2), 0.6, 0.4
+        )
+        assert len(reference) == 3
+        assert_matches(batch, i, reference, source)
+    # The padded sentence alone, unpadded, gives the same result.
+    single = to_numpy(beam_search(model, SOURCES[1:, :2], **kwargs))
+    for field in batch._fields:
+        actual = getattr(batch, field)[1:]
+        if field == "attention":
+            actual = actual[..., :2]
+        np.testing.assert_allclose(actual, getattr(single, field), rtol=1e-6)
+
+
+def test_relative_max_length_forces_eos_at_each_sentence_limit():
+    model = TableModel(eos_bias=-30.0)  # Never stops by itself.
+    for search in (greedy_search, beam_search):
+        result = to_numpy(
+            search(model, SOURCES, max_length=8, relative_max_length=(0.5, 1))
+        )
+        np.testing.assert_array_equal(result.lengths, [[3], [2]])
+        np.testing.assert_array_equal(result.token_ids[:, 0, 3:], 0)
+        assert result.token_ids[0, 0, 2] == result.token_ids[1, 0, 1] == EOS_ID
+
+
+def test_search_compiles(backend):
+    model = TableModel()
+
+    def search(source_ids):
+        return beam_search(
+            model,
+            source_ids,
+            beam_size=3,
+            max_length=5,
+            length_penalty=0.6,
+            coverage_penalty=0.2,
+            n_best=2,
+        )._asdict()
+
+    if backend == "jax":
+        import jax
+
+        compiled = jax.jit(search)
+    elif backend == "tensorflow":
+        import tensorflow as tf
+
+        # Unknown batch and source length, as in a SavedModel signature.
+        compiled = tf.function(
+            search, input_signature=[tf.TensorSpec((None, None), tf.int32)]
+        )
+    else:
+        pytest.skip("torch runs ops.while_loop as a Python loop.")
+    result = SearchResult(
+        **{k: ops.convert_to_numpy(v) for k, v in compiled(SOURCES).items()}
+    )
+    for i, source in enumerate(SOURCES):
+        reference = numpy_beam_search(model, source, 3, 5, 0.6, 0.2)
+        assert_matches(result, i, reference[:2], source)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(beam_size=0), "beam_size=0"),
+        (dict(beam_size=2.0), "beam_size=2.0"),
+        (dict(beam_size=2, n_best=3), "n_best=3"),
+        (dict(n_best=0), "n_best=0"),
+        (dict(length_penalty=-0.1), "length_penalty=-0.1"),
+        (dict(coverage_penalty=-1), "coverage_penalty=-1"),
+        (dict(coverage_penalty=float("nan")), "coverage_penalty=nan"),
+        (dict(max_length=0), "max_length=0"),
+        (dict(max_length=None), "max_length=None"),
+        (dict(relative_max_length=1.5), "relative_max_length=1.5"),
+        (dict(relative_max_length=(-1, 2)), r"relative_max_length=\(-1, 2\)"),
+    ],
+)
+def test_bad_arguments_raise_a_clear_error(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        beam_search(TableModel(), SOURCES, **kwargs)
+
+
+def test_greedy_bad_max_length_raises():
+    with pytest.raises(ValueError, match="max_length=2.5"):
+        greedy_search(TableModel(), SOURCES, max_length=2.5)
+
+
+def test_replace_unknown_words():
+    attention = np.array(
+        [[0.7, 0.2, 0.1, 0.0], [0.1, 0.1, 0.8, 0.0], [0.0, 0.9, 0.1, 0.0]]
+    )  # One padding column.
+    source = ["the", "cat", "Zurich"]
+    assert replace_unknown_words(
+        ["le", "[UNK]", "[UNK]"], source, attention
+    ) == ["le", "Zurich", "cat"]
+    assert replace_unknown_words(
+        ["le", "[UNK]", "<unk>"],
+        source,
+        attention,
+        dictionary={"Zurich": "Zurich-FR", "the": "le"},
+        unk="<unk>",
+    ) == ["le", "[UNK]", "cat"]
+    assert replace_unknown_words(
+        ["[UNK]"], source, attention, dictionary={"the": "le"}
+    ) == ["le"]
+    assert replace_unknown_words(["a", "b"], source, attention) == ["a", "b"]
+    result = replace_unknown_words(["le", "[UNK]"], source, attention)
+    assert result == ["le", "Zurich"]
+
+
+def test_replace_unknown_words_checks_the_attention_shape():
+    with pytest.raises(ValueError, match=r"attention.shape=\(2, 2\)"):
+        replace_unknown_words(["[UNK]"], ["a", "b", "c"], np.ones((2, 2)))
+    with pytest.raises(ValueError, match=r"attention.shape=\(1, 3\)"):
+        replace_unknown_words(["a", "[UNK]"], ["a", "b", "c"], np.ones((1, 3)))

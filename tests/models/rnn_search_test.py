@@ -1,0 +1,219 @@
+import os
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+from keras_bahdanau import RNNSearch
+from keras_bahdanau.training import compile_model
+from tests.models.tasks import reversal_task
+from tests.numpy_reference import rnnsearch_encoder
+from tests.numpy_reference import rnnsearch_logits
+from tests.numpy_reference import to_numpy
+
+SIZES = dict(embedding_dim=6, hidden_dim=5, maxout_dim=4)
+
+
+def _model(**kwargs):
+    model = RNNSearch(20, 17, **{**SIZES, **kwargs})
+    # Paper initialization makes alignments uniform and logits tiny; random
+    # weights exercise every term of the equations.
+    rng = np.random.default_rng(0)
+    for weight in model.weights:
+        weight.assign(rng.normal(0, 0.4, weight.shape).astype("float32"))
+    return model
+
+
+def _batch():
+    source = np.array([[5, 6, 7, 8, 9], [10, 11, 0, 0, 0], [12, 0, 0, 0, 0]])
+    target = np.array([[2, 4, 5, 6], [2, 7, 8, 0], [2, 9, 0, 0]])
+    return {"source_ids": source, "target_ids": target}
+
+
+def test_encoder_matches_a21_with_masks():
+    model = _model()
+    inputs = _batch()
+    cache = model.encode(inputs["source_ids"])
+    annotations, s0, mask = rnnsearch_encoder(model, inputs["source_ids"])
+    got = to_numpy(cache["annotations"])
+    np.testing.assert_allclose(got[mask], annotations[mask], atol=1e-5)
+    np.testing.assert_allclose(to_numpy(cache["state"]), s0, atol=1e-5)
+
+
+@pytest.mark.parametrize("readout_state", ["previous", "current"])
+def test_logits_match_appendix_a(readout_state):
+    model = _model(readout_state=readout_state)
+    inputs = _batch()
+    expected, _ = rnnsearch_logits(model, **inputs)
+    logits = model(inputs)
+    assert keras.backend.standardize_dtype(logits.dtype) == "float32"
+    target_mask = inputs["target_ids"] != 0
+    np.testing.assert_allclose(
+        to_numpy(logits)[target_mask], expected[target_mask], atol=2e-4
+    )
+
+
+def test_decode_step_equals_teacher_forcing_and_attention_is_a_distribution():
+    model = _model()
+    inputs = _batch()
+    logits = to_numpy(model(inputs))
+    _, expected_alphas = rnnsearch_logits(model, **inputs)
+    cache = model.encode(inputs["source_ids"])
+    source_mask = inputs["source_ids"] != 0
+    for i in range(inputs["target_ids"].shape[1]):
+        step_logits, attention, cache = model.decode_step(
+            cache, inputs["target_ids"][:, i], i
+        )
+        attention = to_numpy(attention)
+        np.testing.assert_allclose(
+            to_numpy(step_logits), logits[:, i], atol=1e-4
+        )
+        np.testing.assert_allclose(attention, expected_alphas[:, i], atol=1e-5)
+        np.testing.assert_allclose(attention.sum(-1), 1.0, atol=1e-5)
+        assert np.all(attention[~source_mask] == 0.0)
+
+
+def test_padding_and_batch_mates_do_not_change_logits():
+    model = _model()
+    inputs = _batch()
+    batched = to_numpy(model(inputs))
+    for row in range(3):
+        source = inputs["source_ids"][row : row + 1]
+        target = inputs["target_ids"][row : row + 1]
+        source = source[:, : max(1, int((source != 0).sum()))]
+        alone = to_numpy(model({"source_ids": source, "target_ids": target}))
+        padded = to_numpy(
+            model(
+                {
+                    "source_ids": np.pad(source, ((0, 0), (0, 4))),
+                    "target_ids": np.pad(target, ((0, 0), (0, 3))),
+                }
+            )
+        )
+        real = target[0] != 0
+        np.testing.assert_allclose(
+            alone[0][real], batched[row][real], atol=1e-5
+        )
+        np.testing.assert_allclose(
+            padded[0][: len(real)][real], alone[0][real], atol=1e-5
+        )
+
+
+def test_logits_are_causal_in_the_target():
+    model = _model()
+    inputs = _batch()
+    changed = {
+        "source_ids": inputs["source_ids"],
+        "target_ids": inputs["target_ids"].copy(),
+    }
+    changed["target_ids"][:, 2:] = 13
+    before, after = to_numpy(model(inputs)), to_numpy(model(changed))
+    np.testing.assert_allclose(before[:, :2], after[:, :2], atol=1e-6)
+    assert np.abs(before[:, 2:] - after[:, 2:]).max() > 1e-3
+
+
+def test_paper_initialization():
+    model = RNNSearch(20, 17, **SIZES)
+    attention = model.decoder.cell.attention
+    np.testing.assert_array_equal(to_numpy(attention.score_vector), 0.0)
+    recurrent = to_numpy(model.encoder.forward_layer.cell.recurrent_kernel)
+    block = recurrent[:, :5]  # U_z, one square matrix: orthogonal.
+    np.testing.assert_allclose(block.T @ block, np.eye(5), atol=1e-5)
+    assert abs(to_numpy(model.maxout.kernel).std() - 0.01) < 0.005
+
+
+def test_keras_round_trip_without_custom_objects(tmp_path):
+    model = _model(readout_state="current", attention_dim=3)
+    path = tmp_path / "rnnsearch.keras"
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    assert isinstance(loaded, RNNSearch)
+    assert loaded.get_config() == model.get_config()
+    inputs = _batch()
+    np.testing.assert_allclose(
+        to_numpy(loaded(inputs)), to_numpy(model(inputs)), atol=1e-6
+    )
+
+
+CROSS_BACKEND_SCRIPT = """
+import sys, numpy as np, keras
+import keras_bahdanau
+model = keras.saving.load_model(sys.argv[1])
+x = dict(np.load(sys.argv[2]))
+np.save(sys.argv[3], keras.ops.convert_to_numpy(model(x)))
+"""
+
+
+@pytest.mark.parametrize("other", ["jax", "tensorflow", "torch"])
+def test_file_saved_here_loads_on_other_backends(tmp_path, other):
+    if other == keras.backend.backend():
+        pytest.skip("same backend: covered by the in-process round trip")
+    model = _model()
+    inputs = _batch()
+    model.save(tmp_path / "m.keras")
+    np.savez(tmp_path / "x.npz", **inputs)
+    env = {**os.environ, "KERAS_BACKEND": other}
+    subprocess.run(
+        [sys.executable, "-c", CROSS_BACKEND_SCRIPT, str(tmp_path / "m.keras"),
+         str(tmp_path / "x.npz"), str(tmp_path / "y.npy")],
+        check=True, env=env, capture_output=True, timeout=300,
+    )  # fmt: skip
+    np.testing.assert_allclose(
+        np.load(tmp_path / "y.npy"), to_numpy(model(inputs)), atol=1e-5
+    )
+
+
+def test_learns_to_reverse():
+    x, y, x_dev, y_dev = reversal_task()
+    model = RNNSearch(14, 14, embedding_dim=32, hidden_dim=64, maxout_dim=32,
+                      initialization="glorot")  # fmt: skip
+    compile_model(model, "adam", learning_rate=0.01)
+    model.fit(x, y, batch_size=32, epochs=2, verbose=0)
+    _, accuracy = model.evaluate(x_dev, y_dev, verbose=0)
+    assert accuracy >= 0.95
+
+
+def test_presets():
+    model = RNNSearch.from_preset(
+        "rnnsearch_tiny", source_vocabulary_size=50, target_vocabulary_size=60
+    )
+    assert model.hidden_dim == 256 and model.target_vocabulary_size == 60
+    config = RNNSearch.presets["rnnsearch_50"]
+    assert (config["embedding_dim"], config["hidden_dim"]) == (620, 1000)
+    with pytest.raises(ValueError, match="Unknown preset.*rnnsearch_50"):
+        RNNSearch.from_preset("rnnsearch_100")
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"hidden_dim": 0}, "hidden_dim=0"),
+        ({"embedding_dim": -3}, "embedding_dim=-3"),
+        ({"maxout_dim": 2.5}, "maxout_dim=2.5"),
+        ({"source_vocabulary_size": 4}, "source_vocabulary_size=4"),
+        ({"readout_state": "next"}, "readout_state='next'"),
+        ({"dropout": 1.0}, "dropout=1.0"),
+        ({"initialization": "xavier"}, "initialization='xavier'"),
+    ],
+)
+def test_invalid_arguments(kwargs, message):
+    args = {"source_vocabulary_size": 10, "target_vocabulary_size": 10}
+    with pytest.raises(ValueError, match=message):
+        RNNSearch(**{**args, **SIZES, **kwargs})
+
+
+@pytest.mark.parametrize(
+    "inputs, message",
+    [
+        ({"source_ids": np.ones((1, 3)), "target_ids": np.ones((1, 2), int)},
+         "integer token ids"),
+        ({"source_ids": np.ones(3, int), "target_ids": np.ones((1, 2), int)},
+         "shape \\(batch, length\\)"),
+        ({"source_ids": np.ones((1, 3), int)}, "target_ids"),
+    ],
+)  # fmt: skip
+def test_bad_inputs_raise_clear_errors(inputs, message):
+    with pytest.raises(ValueError, match=message):
+        _model()(inputs)
