@@ -1,6 +1,7 @@
 import keras
 from keras import ops
 
+from keras_bahdanau.initializers import BlockOrthogonal
 from keras_bahdanau.layers.additive_attention import AdditiveAttention
 
 
@@ -39,8 +40,8 @@ class AttentionGRUCell(keras.layers.Layer):
             `units`.
         kernel_initializer: initializer of `W`, `W_z`, `W_r` and `C`, `C_z`,
             `C_r`.
-        recurrent_initializer: initializer of `U`, `U_z`, `U_r`; orthogonal,
-            as in the paper.
+        recurrent_initializer: initializer of `U`, `U_z`, `U_r`; by default
+            each is a random orthogonal matrix, as in the paper.
         attention_kernel_initializer: initializer of `W_a`, `U_a`.
         **kwargs: base layer arguments.
 
@@ -75,7 +76,7 @@ class AttentionGRUCell(keras.layers.Layer):
         context_dim,
         attention_units=None,
         kernel_initializer="glorot_uniform",
-        recurrent_initializer="orthogonal",
+        recurrent_initializer="block_orthogonal",
         attention_kernel_initializer="glorot_uniform",
         **kwargs,
     ):
@@ -90,6 +91,8 @@ class AttentionGRUCell(keras.layers.Layer):
         self.context_dim = context_dim
         self.attention_units = attention_units or units
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        if recurrent_initializer == "block_orthogonal":
+            recurrent_initializer = BlockOrthogonal()
         self.recurrent_initializer = keras.initializers.get(
             recurrent_initializer
         )

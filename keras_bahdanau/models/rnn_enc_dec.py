@@ -3,6 +3,7 @@ import types
 import keras
 from keras import ops
 
+from keras_bahdanau.initializers import BlockOrthogonal
 from keras_bahdanau.layers.maxout_dense import MaxoutDense
 from keras_bahdanau.models.rnn_search import READOUT_STATES
 from keras_bahdanau.models.rnn_search import RNNSearch
@@ -96,7 +97,7 @@ class RNNEncDec(TranslationModel):
                 n,
                 reset_after=False,
                 kernel_initializer=init["kernel"],
-                recurrent_initializer="orthogonal",
+                recurrent_initializer=BlockOrthogonal(),
                 dtype=dtype,
                 name=name,
                 **gru_kwargs,

@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_bahdanau.layers.attention_decoder import AttentionDecoder
+from keras_bahdanau.initializers import BlockOrthogonal
 from keras_bahdanau.layers.maxout_dense import MaxoutDense
 from keras_bahdanau.models.rnn_search_presets import RNN_SEARCH_PRESETS
 from keras_bahdanau.models.translation_model import TranslationModel
@@ -132,7 +133,7 @@ class RNNSearch(TranslationModel):
                 return_state=True,
                 reset_after=reset_after,
                 kernel_initializer=init["kernel"],
-                recurrent_initializer="orthogonal",
+                recurrent_initializer=BlockOrthogonal(),
                 dtype=dtype,
             ),
             merge_mode="concat",

@@ -118,9 +118,13 @@ def test_paper_initialization():
     model = RNNSearch(20, 17, **SIZES)
     attention = model.decoder.cell.attention
     np.testing.assert_array_equal(to_numpy(attention.score_vector), 0.0)
-    recurrent = to_numpy(model.encoder.forward_layer.cell.recurrent_kernel)
-    block = recurrent[:, :5]  # U_z, one square matrix: orthogonal.
-    np.testing.assert_allclose(block.T @ block, np.eye(5), atol=1e-5)
+    for recurrent in (
+        model.encoder.forward_layer.cell.recurrent_kernel,
+        model.encoder.backward_layer.cell.recurrent_kernel,
+        model.decoder.cell.recurrent_kernel,
+    ):
+        for block in np.split(to_numpy(recurrent), 3, axis=1):  # U_z, U_r, U
+            np.testing.assert_allclose(block.T @ block, np.eye(5), atol=1e-5)
     assert abs(to_numpy(model.maxout.kernel).std() - 0.01) < 0.005
 
 

@@ -3,15 +3,17 @@
 import numpy as np
 
 
-def reversal_task(n_train=3000, n_dev=300, vocabulary=10, seed=0):
-    """Reverse a random sequence of 3-6 tokens (ids 4 .. 4 + vocabulary).
+def reversal_task(
+    n_train=3000, n_dev=300, vocabulary=10, max_length=6, seed=0
+):
+    """Reverse a random sequence of 3 to `max_length` tokens (ids 4 and up).
 
     Returns `(x, y, x_dev, y_dev)` in the models' input format: decoder
     inputs start with BOS (2), labels end with EOS (3), 0 pads.
     """
     rng = np.random.default_rng(seed)
 
-    def make(n, max_len=6):
+    def make(n, max_len=max_length):
         source = np.zeros((n, max_len), "int32")
         target = np.zeros((n, max_len + 1), "int32")
         labels = np.zeros((n, max_len + 1), "int32")

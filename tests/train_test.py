@@ -1,0 +1,175 @@
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from keras_bahdanau import run_directory as rd
+from keras_bahdanau.train import ConfigError
+from keras_bahdanau.train import resolve_config
+from keras_bahdanau.train import train
+
+TINY = [
+    "model.preset=",
+    "model.embedding_dim=8",
+    "model.hidden_dim=8",
+    "model.maxout_dim=4",
+    "training.optimizer=adam",
+    "data.max_length=10",
+]
+
+
+def _corpus(tmp_path, n=160):
+    """A toy parallel corpus: the target is the source reversed."""
+    rng = np.random.default_rng(0)
+    words = [f"w{i}" for i in range(12)]
+    sources = [
+        " ".join(rng.choice(words, rng.integers(2, 6))) for _ in range(n)
+    ]
+    (tmp_path / "train.src").write_text("\n".join(sources) + "\n")
+    (tmp_path / "train.tgt").write_text(
+        "\n".join(" ".join(s.split()[::-1]) for s in sources) + "\n"
+    )
+    return [
+        "data.corpus=files",
+        f"data.source_file={tmp_path / 'train.src'}",
+        f"data.target_file={tmp_path / 'train.tgt'}",
+    ]
+
+
+def test_config_defaults_and_overrides():
+    config = resolve_config(None, ["training.epochs=3", "data.lowercase=true"])
+    assert config["training"]["epochs"] == 3
+    assert config["data"]["lowercase"] is True
+    assert config["model"]["architecture"] == "rnnsearch"
+
+
+def test_example_config_is_valid():
+    config = resolve_config("examples/ding_de_en.toml")
+    assert config["data"]["corpus"] == "ding_de_en"
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("training.epoch=3", "Unknown config key 'training.epoch'"),
+        ("trainer.epochs=3", "Unknown config key 'trainer'"),
+        ("training.epochs=many", "training.epochs must be a int"),
+        ("training.epochs=0", "training.epochs must be positive"),
+        ("training.optimizer=sgd", "training.optimizer must be one of"),
+        ("epochs", "section.key=value"),
+    ],
+)
+def test_bad_config_is_rejected_before_training(override, message):
+    with pytest.raises(ConfigError, match=message):
+        resolve_config(None, [override])
+
+
+def test_missing_config_file():
+    with pytest.raises(ConfigError, match="Config file not found"):
+        resolve_config("no/such/config.toml")
+
+
+def test_missing_corpus_file(tmp_path):
+    config = resolve_config(
+        None,
+        ["data.corpus=files", "data.source_file=nope.src",
+         f"run_dir={tmp_path / 'run'}"],
+    )  # fmt: skip
+    with pytest.raises(ConfigError, match="data.source_file"):
+        train(config)
+
+
+def test_empty_corpus(tmp_path):
+    (tmp_path / "a").write_text("")
+    (tmp_path / "b").write_text("")
+    config = resolve_config(
+        None,
+        ["data.corpus=files", f"data.source_file={tmp_path / 'a'}",
+         f"data.target_file={tmp_path / 'b'}", f"run_dir={tmp_path / 'run'}"],
+    )  # fmt: skip
+    with pytest.raises(ConfigError, match="empty"):
+        train(config)
+
+
+def test_unwritable_run_directory(tmp_path):
+    (tmp_path / "file").write_text("not a directory")
+    config = resolve_config(
+        None, _corpus(tmp_path) + [f"run_dir={tmp_path / 'file' / 'run'}"]
+    )
+    with pytest.raises(ConfigError, match="not writable"):
+        train(config)
+
+
+def _train_command(run_dir, overrides):
+    command = [sys.executable, "-m", "keras_bahdanau.cli", "train"]
+    for override in overrides + [f"run_dir={run_dir}"]:
+        command += ["--set", override]
+    return command
+
+
+def _epochs_logged(run_dir):
+    with open(run_dir / rd.TRAINING_LOG, newline="") as file:
+        return [int(row["epoch"]) for row in csv.DictReader(file)]
+
+
+def test_train_end_to_end_and_resume_after_sigkill(tmp_path):
+    run_dir = tmp_path / "run"
+    overrides = TINY + _corpus(tmp_path) + [
+        "training.epochs=4",
+        "training.batch_size=8",
+        "training.backup_every_steps=3",
+        "training.patience=10",
+    ]
+    command = _train_command(run_dir, overrides)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    first = subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    metadata = run_dir / rd.BACKUP / "training_metadata.json"
+    deadline = time.time() + 240
+    while time.time() < deadline and first.poll() is None:
+        try:
+            if json.loads(metadata.read_text())["epoch"] >= 1:
+                break  # a backup from inside the second epoch
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.05)
+    assert first.poll() is None, first.stdout.read().decode()[-3000:]
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    finished = _epochs_logged(run_dir)
+    assert finished == list(range(len(finished))) and 1 <= len(finished) < 4
+
+    second = subprocess.run(
+        command, env=env, capture_output=True, text=True, timeout=400
+    )
+    assert second.returncode == 0, second.stdout[-3000:] + second.stderr
+    # Resumed in the epoch it was killed in, not from scratch.
+    assert "Epoch 1/4" not in second.stdout
+    assert f"Epoch {len(finished) + 1}/4" in second.stdout
+    assert _epochs_logged(run_dir) == [0, 1, 2, 3]
+    for name in (rd.CONFIG, rd.BEST_MODEL, rd.LAST_MODEL, rd.TENSORBOARD,
+                 rd.SOURCE_VOCABULARY, rd.TARGET_VOCABULARY):  # fmt: skip
+        assert (run_dir / name).exists(), name
+    config = json.loads((run_dir / rd.CONFIG).read_text())
+    assert config["backend"] == os.environ.get("KERAS_BACKEND", "tensorflow")
+    model, source, target, _ = rd.load_run(run_dir)
+    assert model.target_vocabulary_size == target.vocabulary_size
+
+
+def test_different_config_in_same_run_dir_is_refused(tmp_path):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    saved = resolve_config(None, [f"run_dir={run_dir}"])
+    (run_dir / rd.CONFIG).write_text(json.dumps(saved))
+    config = resolve_config(
+        None, [f"run_dir={run_dir}", "training.batch_size=7"]
+    )
+    with pytest.raises(ConfigError, match="different config"):
+        train(config)
