@@ -230,24 +230,34 @@ def _load_corpus(data):
 def build_model(model_config, source_size, target_size):
     from keras_bahdanau import models
 
-    classes = {"rnnsearch": models.RNNSearch, "rnnencdec": models.RNNEncDec}
-    if model_config["architecture"] == "pervasive_attention":
-        from keras_bahdanau.models import pervasive_attention
-
-        classes["pervasive_attention"] = pervasive_attention.PervasiveAttention
-    cls = classes[model_config["architecture"]]
+    architecture = model_config["architecture"]
     sizes = {
         key: model_config[key]
         for key in ("embedding_dim", "hidden_dim", "maxout_dim")
         if model_config[key]
     }
     kwargs = dict(
-        source_vocabulary_size=source_size,
-        target_vocabulary_size=target_size,
-        **sizes,
+        source_vocabulary_size=source_size, target_vocabulary_size=target_size
     )
-    if cls in (models.RNNSearch, models.RNNEncDec):
+    if architecture == "pervasive_attention":
+        cls = models.PervasiveAttention
+        if set(sizes) - {"embedding_dim"}:
+            raise ConfigError(
+                "pervasive_attention has no hidden_dim or maxout_dim; set "
+                "model.preset (or model.embedding_dim) instead."
+            )
+        if "embedding_dim" in sizes:
+            kwargs.update(
+                source_embedding_dim=sizes["embedding_dim"],
+                target_embedding_dim=sizes["embedding_dim"],
+            )
+        kwargs["dropout"] = model_config["dropout"]
+    else:
+        cls = {"rnnsearch": models.RNNSearch, "rnnencdec": models.RNNEncDec}[
+            architecture
+        ]
         kwargs.update(
+            sizes,
             dropout=model_config["dropout"],
             initialization=model_config["initialization"],
         )
@@ -424,7 +434,37 @@ def train(config):
         shuffle=False,  # the dataset shuffles itself each epoch
         verbose=1 if sys.stdout.isatty() else 2,  # bar on a terminal
     )
+    evaluate_run(run_dir, splits, config["evaluation"])
     return run_dir
+
+
+def evaluate_run(run_dir, splits, evaluation):
+    """Dev and test BLEU/chrF of the best model, into `results.json`."""
+    from keras_bahdanau.evaluation import evaluate
+    from keras_bahdanau.translator import Translator
+
+    translator = Translator.from_run_dir(run_dir, checkpoint="best")
+    results = {}
+    for split in ("dev", "test"):
+        pairs = splits[split][: evaluation["max_sentences"] or None]
+        scores = evaluate(
+            translator,
+            [source for source, _ in pairs],
+            [target for _, target in pairs],
+            beam_size=evaluation["beam_size"],
+        )
+        results[split] = {
+            key: scores[key]
+            for key in ("bleu", "chrf", "bleu_signature", "chrf_signature")
+        }
+        results[split]["sentences"] = len(pairs)
+        print(
+            f"[{split}] BLEU {scores['bleu']:.2f}  chrF {scores['chrf']:.2f}"
+            f"  ({len(pairs)} sentences, beam {evaluation['beam_size']}; "
+            f"{scores['bleu_signature']})"
+        )
+    rd.atomic_write_text(run_dir / rd.RESULTS, json.dumps(results, indent=2))
+    return results
 
 
 def add_arguments(parser):

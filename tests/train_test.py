@@ -21,6 +21,8 @@ TINY = [
     "model.maxout_dim=4",
     "training.optimizer=adam",
     "data.max_length=10",
+    "evaluation.beam_size=2",
+    "evaluation.max_sentences=4",
 ]
 
 
@@ -120,12 +122,16 @@ def _epochs_logged(run_dir):
 
 def test_train_end_to_end_and_resume_after_sigkill(tmp_path):
     run_dir = tmp_path / "run"
-    overrides = TINY + _corpus(tmp_path) + [
-        "training.epochs=4",
-        "training.batch_size=8",
-        "training.backup_every_steps=3",
-        "training.patience=10",
-    ]
+    overrides = (
+        TINY
+        + _corpus(tmp_path)
+        + [
+            "training.epochs=4",
+            "training.batch_size=8",
+            "training.backup_every_steps=3",
+            "training.patience=10",
+        ]
+    )
     command = _train_command(run_dir, overrides)
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     first = subprocess.Popen(
@@ -154,6 +160,10 @@ def test_train_end_to_end_and_resume_after_sigkill(tmp_path):
     assert "Epoch 1/4" not in second.stdout
     assert f"Epoch {len(finished) + 1}/4" in second.stdout
     assert _epochs_logged(run_dir) == [0, 1, 2, 3]
+    assert "[test] BLEU" in second.stdout
+    results = json.loads((run_dir / rd.RESULTS).read_text())
+    assert 0.0 <= results["test"]["bleu"] <= 100.0
+    assert results["dev"]["sentences"] == 4
     for name in (rd.CONFIG, rd.BEST_MODEL, rd.LAST_MODEL, rd.TENSORBOARD,
                  rd.SOURCE_VOCABULARY, rd.TARGET_VOCABULARY):  # fmt: skip
         assert (run_dir / name).exists(), name
@@ -173,3 +183,9 @@ def test_different_config_in_same_run_dir_is_refused(tmp_path):
     )
     with pytest.raises(ConfigError, match="different config"):
         train(config)
+
+
+def test_demo_uses_the_example_config():
+    from keras_bahdanau.demo import demo_config
+
+    assert demo_config() == resolve_config("examples/ding_de_en.toml")

@@ -154,6 +154,7 @@ class AttentionGRUCell(keras.layers.Layer):
             `(batch, context_dim)` and `(batch, Tx)`.
         """
         n = self.units
+        state = ops.convert_to_tensor(state, self.compute_dtype)
         context, alpha = self.attention(
             [state, annotations, keys],
             mask=[None, source_mask],

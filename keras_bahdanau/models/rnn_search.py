@@ -3,8 +3,8 @@ import types
 import keras
 from keras import ops
 
-from keras_bahdanau.layers.attention_decoder import AttentionDecoder
 from keras_bahdanau.initializers import BlockOrthogonal
+from keras_bahdanau.layers.attention_decoder import AttentionDecoder
 from keras_bahdanau.layers.maxout_dense import MaxoutDense
 from keras_bahdanau.models.rnn_search_presets import RNN_SEARCH_PRESETS
 from keras_bahdanau.models.translation_model import TranslationModel

@@ -3,9 +3,7 @@
 import numpy as np
 
 
-def reversal_task(
-    n_train=3000, n_dev=300, vocabulary=10, max_length=6, seed=0
-):
+def reversal_task(n_train=3000, n_dev=300, vocabulary=10, max_length=6, seed=0):
     """Reverse a random sequence of 3 to `max_length` tokens (ids 4 and up).
 
     Returns `(x, y, x_dev, y_dev)` in the models' input format: decoder

@@ -1,0 +1,737 @@
+"""Pervasive Attention: one 2D CNN over the source x target grid.
+
+Elbayad, Besacier and Verbeek, "Pervasive Attention: 2D Convolutional
+Neural Networks for Sequence-to-Sequence Prediction", CoNLL 2018
+(arXiv:1808.03867). Seed notes: `shared/seeds/pervasive_attention_2018.ja.txt`.
+"""
+
+import types
+
+import keras
+from keras import ops
+
+from keras_bahdanau.models.pervasive_attention_presets import (
+    PERVASIVE_ATTENTION_PRESETS,
+)
+from keras_bahdanau.models.translation_model import PAD_ID
+from keras_bahdanau.models.translation_model import TranslationModel
+from keras_bahdanau.models.translation_model import check_positive_int
+from keras_bahdanau.models.translation_model import check_vocabulary_size
+
+ACTIVATIONS = ("relu", "glu")
+POOLINGS = ("max", "average", "attention", "max+attention", "average+attention")
+# Finite stand-in for -inf in masked max / softmax: -inf would turn an
+# all-padding row into NaN (inf - inf) instead of a harmless constant.
+_MASK_VALUE = -1e9
+
+
+@keras.saving.register_keras_serializable(package="keras_bahdanau")
+class PervasiveAttention(TranslationModel):
+    """Pervasive Attention: a DenseNet over the (target, source) grid.
+
+    There is no encoder and no decoder. Every target position `j` is
+    paired with every source position `i`: the grid cell `(j, i)` holds the
+    concatenation `[x_i; y_j]` of the source embedding and the target
+    embedding (of the decoder input at `j`, i.e. the previous token). A
+    DenseNet of 2D convolutions re-encodes the source for every target
+    prefix, and pooling over the source axis gives one vector per target
+    position, projected to the target vocabulary (Sec. 3):
+
+    1. Grid: `X` of shape `(batch, Ty, Tx, ds + dt)`. The axis order is
+       target-major (as in the authors' code) so that pooling over the
+       source axis (axis 2) leaves `(batch, Ty, channels)`.
+    2. DenseNet: `num_layers` layers; layer `l` maps its input of
+       `f_0 + l g` channels (`f_0 = ds + dt`, `g = growth_rate`) through
+       `BN -> act -> 1x1 conv (bottleneck_factor * g) -> BN -> act ->
+       k x k conv (g) -> dropout` and concatenates the `g` new channels to
+       its input. The `k x k` convolution is masked so that target
+       position `j` sees only target positions `<= j` and all source
+       positions: as in the authors' `MaskedConvolution`, the kernel rows
+       after the centre are zero, so it is stored as its causal
+       `(k // 2 + 1) x k` part with `k // 2` rows of zero padding before
+       the target axis and `k // 2` columns on each side of the source
+       axis (`kernel_size=5` is the "5 x 3" kernel of the slides). A final
+       `BN -> act` follows the last layer (the authors' code).
+    3. Pooling over the real source positions: `"max"`; `"average"`, the
+       sum divided by `sqrt(|s|)` (i.e. `sqrt(|s|)` times the mean);
+       `"attention"`, `sqrt(|s|) sum_i rho_ji H_ji` with
+       `rho_j = softmax_i(w^T H_ji)` (the same `sqrt(|s|)` times a
+       weighted mean); or the concatenation of max or average with
+       attention (`"max+attention"`, `"average+attention"`).
+    4. Dropout and a linear layer to the target vocabulary (float32
+       logits).
+
+    Padding: ids equal to 0 are padding. Padded source positions are
+    zeroed before and after every `k x k` convolution (the only layer that
+    mixes positions), excluded from pooling and from the batch-norm
+    statistics, so that with batch norm in inference mode adding source
+    padding leaves the logits unchanged. Target padding is harmless by
+    causality (and also excluded from the batch-norm statistics).
+
+    `activation="glu"` replaces each ReLU by a gated linear unit over the
+    channel axis (`a * sigmoid(b)` for the two halves), which halves the
+    channels it receives: the bottleneck convolution then reads `f_l / 2`
+    channels and the `k x k` convolution `bottleneck_factor * g / 2`.
+
+    Decoding (`encode` / `decode_step`) keeps the target prefix in a
+    `(batch, max_length)` buffer and recomputes the whole grid at every
+    step: decoding `T` tokens costs `O(T)` grid passes of size
+    `max_length x Tx`, i.e. `O(T^2 Tx)` cell updates per layer, unlike
+    the `O(T Tx)` of an RNN decoder. The authors' incremental decoding
+    (caching each layer's last `k // 2` rows) is not implemented.
+
+    Args:
+        source_vocabulary_size: int, source vocabulary size (ids 0-3 are
+            `[PAD]`, `[UNK]`, `[BOS]`, `[EOS]`).
+        target_vocabulary_size: int, target vocabulary size.
+        source_embedding_dim: int, `ds`.
+        target_embedding_dim: int, `dt`.
+        growth_rate: int, `g`, channels added by each DenseNet layer.
+        num_layers: int, `L`, the DenseNet depth.
+        kernel_size: odd int, `k`: the masked `k x k` kernel covers `k`
+            source positions and the `k // 2 + 1` latest target positions.
+        bottleneck_factor: int, the 1x1 convolution outputs
+            `bottleneck_factor * growth_rate` channels (4 in the paper).
+        activation: `"relu"` or `"glu"`.
+        pooling: one of `"max"`, `"average"`, `"attention"`,
+            `"max+attention"`, `"average+attention"`.
+        dropout: float in `[0, 1)`, applied to the embeddings, to the new
+            features of every layer and before the output projection.
+        dtype: optional dtype policy for the layers; the logits are
+            float32 whatever it is.
+        **kwargs: `keras.Model` keyword arguments (`name`, `trainable`).
+
+    Call arguments:
+        inputs: dict with `"source_ids"`, int32 `(batch, Tx)`, and
+            `"target_ids"`, int32 `(batch, Ty)`, the decoder inputs
+            `(BOS, y_1, ..., y_{Ty-1})`. Both right-padded with 0.
+
+    Returns:
+        Float32 logits of shape `(batch, Ty, target_vocabulary_size)`.
+
+    Example:
+
+    >>> model = PervasiveAttention.from_preset(
+    ...     "pervasive_attention_small",
+    ...     source_vocabulary_size=100,
+    ...     target_vocabulary_size=120,
+    ... )
+    >>> inputs = {
+    ...     "source_ids": np.array([[5, 6, 7, 3, 0]], "int32"),
+    ...     "target_ids": np.array([[2, 8, 9, 10]], "int32"),
+    ... }
+    >>> tuple(model(inputs).shape)
+    (1, 4, 120)
+    >>> tuple(model.alignment(inputs).shape)  # (batch, Ty, Tx)
+    (1, 4, 5)
+
+    Reference:
+        M. Elbayad, L. Besacier, J. Verbeek, "Pervasive Attention: 2D
+        Convolutional Neural Networks for Sequence-to-Sequence
+        Prediction", CoNLL 2018: Sec. 3 (input grid, masked DenseNet,
+        pooling, prediction) and the implicit-alignment visualisation of
+        the experiments (Sec. 4); code: github.com/elbayadm/attn2d.
+    """
+
+    presets = PERVASIVE_ATTENTION_PRESETS
+
+    def __init__(
+        self,
+        source_vocabulary_size,
+        target_vocabulary_size,
+        source_embedding_dim=128,
+        target_embedding_dim=128,
+        growth_rate=32,
+        num_layers=24,
+        kernel_size=5,
+        bottleneck_factor=4,
+        activation="relu",
+        pooling="max",
+        dropout=0.2,
+        dtype=None,
+        **kwargs,
+    ):
+        check_vocabulary_size("source_vocabulary_size", source_vocabulary_size)
+        check_vocabulary_size("target_vocabulary_size", target_vocabulary_size)
+        check_positive_int("source_embedding_dim", source_embedding_dim)
+        check_positive_int("target_embedding_dim", target_embedding_dim)
+        check_positive_int("growth_rate", growth_rate)
+        check_positive_int("num_layers", num_layers)
+        check_positive_int("kernel_size", kernel_size)
+        check_positive_int("bottleneck_factor", bottleneck_factor)
+        if kernel_size % 2 == 0:
+            raise ValueError(
+                "`kernel_size` must be odd so that the kernel is centred on "
+                f"each source position. Received: kernel_size={kernel_size}"
+            )
+        if activation not in ACTIVATIONS:
+            raise ValueError(
+                f"`activation` must be one of {ACTIVATIONS}. "
+                f"Received: activation={activation!r}"
+            )
+        if pooling not in POOLINGS:
+            raise ValueError(
+                f"`pooling` must be one of {POOLINGS}. "
+                f"Received: pooling={pooling!r}"
+            )
+        if (
+            isinstance(dropout, bool)
+            or not isinstance(dropout, (int, float))
+            or not 0 <= dropout < 1
+        ):
+            raise ValueError(
+                f"`dropout` must be a float in [0, 1). Received: "
+                f"dropout={dropout!r}"
+            )
+        input_channels = source_embedding_dim + target_embedding_dim
+        if activation == "glu" and (input_channels % 2 or growth_rate % 2):
+            # A GLU halves the channels, so every activation input
+            # (f_0 + l g channels, and the bottleneck) must be even.
+            raise ValueError(
+                "`activation='glu'` needs an even source_embedding_dim + "
+                "target_embedding_dim and an even growth_rate. Received: "
+                f"source_embedding_dim={source_embedding_dim}, "
+                f"target_embedding_dim={target_embedding_dim}, "
+                f"growth_rate={growth_rate}"
+            )
+
+        # === Layers ===
+        # Attached to `self` after `super().__init__()` (the torch backend
+        # forbids sub-modules before it), so the graph is built from this
+        # namespace; the helpers below take either it or `self`.
+        layers = types.SimpleNamespace()
+        layers.padding_mask = _PaddingMask(dtype=dtype, name="padding_mask")
+        layers.source_embedding = keras.layers.Embedding(
+            source_vocabulary_size,
+            source_embedding_dim,
+            dtype=dtype,
+            name="source_embedding",
+        )
+        layers.target_embedding = keras.layers.Embedding(
+            target_vocabulary_size,
+            target_embedding_dim,
+            dtype=dtype,
+            name="target_embedding",
+        )
+        layers.embedding_dropout = keras.layers.Dropout(
+            dropout, dtype=dtype, name="embedding_dropout"
+        )
+        layers.grid = _Grid(dtype=dtype, name="grid")
+        layers.dense_layers = [
+            PervasiveDenseLayer(
+                growth_rate=growth_rate,
+                kernel_size=kernel_size,
+                bottleneck_factor=bottleneck_factor,
+                activation=activation,
+                dropout=dropout,
+                dtype=dtype,
+                name=f"dense_layer_{index}",
+            )
+            for index in range(num_layers)
+        ]
+        layers.output_norm = _MaskedNormActivation(
+            activation, dtype=dtype, name="output_norm"
+        )
+        layers.pooling = SourcePooling(pooling, dtype=dtype, name="pooling")
+        layers.prediction_dropout = keras.layers.Dropout(
+            dropout, dtype=dtype, name="prediction_dropout"
+        )
+        layers.output_projection = keras.layers.Dense(
+            target_vocabulary_size, dtype="float32", name="output_projection"
+        )
+
+        # === Functional Model ===
+        source_ids = keras.Input(
+            shape=(None,), dtype="int32", name="source_ids"
+        )
+        target_ids = keras.Input(
+            shape=(None,), dtype="int32", name="target_ids"
+        )
+        features, source_mask = self._features(layers, source_ids, target_ids)
+        logits = self._logits(layers, features, source_mask)
+        super().__init__(
+            inputs={"source_ids": source_ids, "target_ids": target_ids},
+            outputs=logits,
+            dtype=dtype,
+            **kwargs,
+        )
+        for name, layer in vars(layers).items():
+            setattr(self, name, layer)
+
+        # === Config ===
+        self.source_vocabulary_size = source_vocabulary_size
+        self.target_vocabulary_size = target_vocabulary_size
+        self.source_embedding_dim = source_embedding_dim
+        self.target_embedding_dim = target_embedding_dim
+        self.growth_rate = growth_rate
+        self.num_layers = num_layers
+        self.kernel_size = kernel_size
+        self.bottleneck_factor = bottleneck_factor
+        self.activation = activation
+        self.pooling_mode = pooling
+        self.dropout = dropout
+
+    @staticmethod
+    def _features(layers, source_ids, target_ids, training=None):
+        """The DenseNet: ids -> final grid features and source mask."""
+        source_mask = layers.padding_mask(source_ids)  # (batch, Tx)
+        target_mask = layers.padding_mask(target_ids)  # (batch, Ty)
+        source = layers.source_embedding(source_ids)  # (batch, Tx, ds)
+        source = layers.embedding_dropout(source, training=training)
+        target = layers.target_embedding(target_ids)  # (batch, Ty, dt)
+        target = layers.embedding_dropout(target, training=training)
+        grid = layers.grid(source, target)  # (batch, Ty, Tx, ds + dt)
+        for layer in layers.dense_layers:
+            # (batch, Ty, Tx, f_l) -> (batch, Ty, Tx, f_l + g)
+            grid = layer(grid, source_mask, target_mask, training=training)
+        features = layers.output_norm(
+            grid, source_mask, target_mask, training=training
+        )
+        return features, source_mask
+
+    @staticmethod
+    def _logits(layers, features, source_mask, training=None):
+        """Pooling and the output projection: float32 logits."""
+        pooled = layers.pooling(features, source_mask)  # (batch, Ty, C)
+        pooled = layers.prediction_dropout(pooled, training=training)
+        return layers.output_projection(pooled)  # (batch, Ty, V)
+
+    def alignment(self, inputs):
+        """The paper's alignment view: which source positions the max keeps.
+
+        For target position `j` and real source position `i`, the fraction
+        of the final feature channels whose maximum over the real source
+        positions is at `i` (the paper's implicit-alignment figure, Sec.
+        4; a channel tied between several positions credits each of them
+        equally). Computed from the final features in inference mode,
+        whatever the `pooling`.
+
+        Args:
+            inputs: the model inputs dict (`"source_ids"`, `"target_ids"`).
+
+        Returns:
+            Float32 tensor `(batch, Ty, Tx)`; each row sums to 1 over the
+            real source positions and is 0 on padded ones.
+        """
+        self._check_inputs(inputs)
+        features, source_mask = self._features(
+            self, inputs["source_ids"], inputs["target_ids"], training=False
+        )
+        return self.pooling.alignment(features, source_mask)
+
+    def encode(self, source_ids, max_length=None):
+        """Builds the decoding cache.
+
+        Args:
+            source_ids: int32 `(batch, Tx)`, right-padded with 0.
+            max_length: int, the most target steps decoding will run: the
+                size of the target-prefix buffer (required here).
+
+        Returns:
+            Dict of batch-major tensors: `"source_ids"` int32
+            `(batch, Tx)`, `"source_mask"` bool `(batch, Tx)` and
+            `"target_ids"`, the int32 `(batch, max_length)` target-prefix
+            buffer (zeros: `decode_step` writes one position per step).
+        """
+        if max_length is None or isinstance(max_length, bool):
+            raise ValueError(
+                "PervasiveAttention.encode needs `max_length`, the size of "
+                "its target-prefix buffer (the most steps decoding will "
+                f"run). Received: max_length={max_length!r}"
+            )
+        if isinstance(max_length, int) and max_length < 1:
+            raise ValueError(
+                f"`max_length` must be >= 1. Received: max_length={max_length}"
+            )
+        source_ids = ops.cast(ops.convert_to_tensor(source_ids), "int32")
+        batch_size = ops.shape(source_ids)[0]
+        return {
+            "source_ids": source_ids,
+            "source_mask": ops.not_equal(source_ids, PAD_ID),
+            "target_ids": ops.zeros((batch_size, max_length), dtype="int32"),
+        }
+
+    def decode_step(self, cache, previous_ids, step):
+        """Predicts target position `step` given the prefix so far.
+
+        Writes `previous_ids` at position `step` of the prefix buffer and
+        recomputes the whole grid (an `O(max_length x Tx)` pass: there is
+        no incremental state). Positions after `step` still hold padding,
+        which the causal convolutions never read for position `step`.
+        Shapes are fixed, so this runs inside `ops.while_loop`.
+
+        Args:
+            cache: dict from `encode`.
+            previous_ids: int32 `(batch,)`, the token emitted at the
+                previous step (`[BOS]` at step 0).
+            step: scalar int32, the 0-based target position to predict.
+
+        Returns:
+            `(logits, attention, new_cache)`: float32 logits
+            `(batch, target_vocabulary_size)`; the alignment view
+            (`alignment`) at `step`, float32 `(batch, Tx)`; the cache with
+            the updated buffer.
+        """
+        buffer = cache["target_ids"]
+        previous_ids = ops.cast(previous_ids, "int32")
+        # A one-hot select instead of a scatter: works on every backend
+        # with a traced `step` and keeps the buffer shape fixed.
+        positions = ops.arange(ops.shape(buffer)[1], dtype="int32")
+        at_step = ops.equal(positions, ops.cast(step, "int32"))[None, :]
+        # (batch, max_length)
+        buffer = ops.where(at_step, previous_ids[:, None], buffer)
+        features, source_mask = self._features(
+            self, cache["source_ids"], buffer, training=False
+        )
+        # (batch, max_length, Tx, C) -> (batch, 1, Tx, C)
+        step_index = ops.reshape(ops.cast(step, "int32"), (1,))
+        features = ops.take(features, step_index, axis=1)
+        logits = self._logits(self, features, source_mask, training=False)
+        attention = self.pooling.alignment(features, source_mask)
+        new_cache = {**cache, "target_ids": buffer}
+        # (batch, 1, V) -> (batch, V); (batch, 1, Tx) -> (batch, Tx)
+        return logits[:, 0], attention[:, 0], new_cache
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+            "source_vocabulary_size": self.source_vocabulary_size,
+            "target_vocabulary_size": self.target_vocabulary_size,
+            "source_embedding_dim": self.source_embedding_dim,
+            "target_embedding_dim": self.target_embedding_dim,
+            "growth_rate": self.growth_rate,
+            "num_layers": self.num_layers,
+            "kernel_size": self.kernel_size,
+            "bottleneck_factor": self.bottleneck_factor,
+            "activation": self.activation,
+            "pooling": self.pooling_mode,
+            "dropout": self.dropout,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("dtype"), dict):
+            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
+        return cls(**config)
+
+
+@keras.saving.register_keras_serializable(package="keras_bahdanau")
+class PervasiveDenseLayer(keras.layers.Layer):
+    """One DenseNet layer of Pervasive Attention, masked on the grid.
+
+    `BN -> act -> 1x1 conv -> BN -> act -> masked k x k conv -> dropout`,
+    returning its input with the `growth_rate` new channels appended.
+    Batch-norm statistics skip padded cells; padded source positions are
+    zeroed before and after the `k x k` convolution so they never reach
+    real ones. See `PervasiveAttention` for the kernel masking.
+
+    Args:
+        growth_rate: int, `g`, the channels added.
+        kernel_size: odd int, `k`.
+        bottleneck_factor: int, the 1x1 conv has
+            `bottleneck_factor * growth_rate` output channels.
+        activation: `"relu"` or `"glu"`.
+        dropout: float, dropout on the new channels.
+
+    Call arguments:
+        inputs: float `(batch, Ty, Tx, f)`.
+        source_mask: bool `(batch, Tx)`, `True` on real source tokens.
+        target_mask: bool `(batch, Ty)`, `True` on real target tokens.
+        training: bool.
+
+    Returns:
+        Float `(batch, Ty, Tx, f + growth_rate)`.
+
+    Example:
+
+    >>> layer = PervasiveDenseLayer(growth_rate=4, kernel_size=3)
+    >>> grid = np.random.rand(2, 3, 5, 8).astype("float32")
+    >>> source_mask = np.array([[1, 1, 1, 1, 0], [1, 1, 0, 0, 0]], bool)
+    >>> target_mask = np.ones((2, 3), bool)
+    >>> tuple(layer(grid, source_mask, target_mask).shape)
+    (2, 3, 5, 12)
+
+    Reference:
+        Elbayad et al. (2018), Sec. 3 (convolutional layers).
+    """
+
+    def __init__(
+        self,
+        growth_rate,
+        kernel_size,
+        bottleneck_factor=4,
+        activation="relu",
+        dropout=0.0,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.growth_rate = growth_rate
+        self.kernel_size = kernel_size
+        self.bottleneck_factor = bottleneck_factor
+        self.activation = activation
+        self.dropout = dropout
+        self.norm1 = _MaskedNormActivation(
+            activation, dtype=self.dtype_policy, name="norm1"
+        )
+        # A 1x1 convolution is a Dense layer on the channel axis.
+        self.conv1 = keras.layers.Dense(
+            bottleneck_factor * growth_rate,
+            use_bias=False,
+            dtype=self.dtype_policy,
+            name="conv1",
+        )
+        self.norm2 = _MaskedNormActivation(
+            activation, dtype=self.dtype_policy, name="norm2"
+        )
+        # Only the causal rows of the masked k x k kernel: the current
+        # target row and the k // 2 before it.
+        self.conv2 = keras.layers.Conv2D(
+            growth_rate,
+            (kernel_size // 2 + 1, kernel_size),
+            padding="valid",
+            use_bias=False,
+            dtype=self.dtype_policy,
+            name="conv2",
+        )
+        self.feature_dropout = keras.layers.Dropout(
+            dropout, dtype=self.dtype_policy, name="feature_dropout"
+        )
+
+    def build(self, input_shape):
+        channels = input_shape[-1]
+        glu = self.activation == "glu"
+        self.norm1.build(input_shape)
+        conv1_input = channels // 2 if glu else channels
+        self.conv1.build((*input_shape[:-1], conv1_input))
+        bottleneck = self.bottleneck_factor * self.growth_rate
+        self.norm2.build((*input_shape[:-1], bottleneck))
+        conv2_input = bottleneck // 2 if glu else bottleneck
+        self.conv2.build((*input_shape[:-1], conv2_input))
+
+    def call(self, inputs, source_mask, target_mask, training=None):
+        # (batch, Tx) -> (batch, 1, Tx, 1)
+        source_cells = ops.cast(source_mask, self.compute_dtype)[
+            :, None, :, None
+        ]
+        x = self.norm1(inputs, source_mask, target_mask, training=training)
+        x = self.conv1(x)  # (batch, Ty, Tx, bottleneck)
+        x = self.norm2(x, source_mask, target_mask, training=training)
+        # BN shifts the padded cells away from 0; zero them so that the
+        # convolution sees the same zeros as beyond the sequence ends.
+        x = x * source_cells
+        half = self.kernel_size // 2
+        # Causal on the target axis (k//2 rows before, none after), "same"
+        # on the source axis.
+        x = ops.pad(x, [[0, 0], [half, 0], [half, half], [0, 0]])
+        x = self.conv2(x)  # (batch, Ty, Tx, g)
+        # Padded cells get exactly zero new features, whatever the layer.
+        x = x * source_cells
+        x = self.feature_dropout(x, training=training)
+        # (batch, Ty, Tx, f) -> (batch, Ty, Tx, f + g)
+        return ops.concatenate([inputs, x], axis=-1)
+
+    def compute_output_shape(self, input_shape):
+        channels = input_shape[-1]
+        if channels is not None:
+            channels += self.growth_rate
+        return (*input_shape[:-1], channels)
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "growth_rate": self.growth_rate,
+            "kernel_size": self.kernel_size,
+            "bottleneck_factor": self.bottleneck_factor,
+            "activation": self.activation,
+            "dropout": self.dropout,
+        }
+
+
+@keras.saving.register_keras_serializable(package="keras_bahdanau")
+class SourcePooling(keras.layers.Layer):
+    """Pools the grid over real source positions (Elbayad et al., Sec. 3).
+
+    Args:
+        pooling: `"max"`, `"average"` (sum / `sqrt(|s|)`), `"attention"`
+            (`sqrt(|s|) sum_i rho_i H_i`, `rho = softmax(w^T H)`), or
+            `"max+attention"` / `"average+attention"` (concatenated).
+
+    Call arguments:
+        inputs: float `(batch, Ty, Tx, C)`.
+        source_mask: bool `(batch, Tx)`.
+
+    Returns:
+        Float `(batch, Ty, C)`, or `(batch, Ty, 2 C)` for the
+        concatenations. Rows whose source is all padding are 0.
+
+    Example:
+
+    >>> pooling = SourcePooling("max+attention")
+    >>> features = np.random.rand(2, 3, 5, 8).astype("float32")
+    >>> source_mask = np.array([[1, 1, 1, 1, 0], [1, 1, 0, 0, 0]], bool)
+    >>> tuple(pooling(features, source_mask).shape)
+    (2, 3, 16)
+    >>> tuple(pooling.alignment(features, source_mask).shape)
+    (2, 3, 5)
+
+    Reference:
+        Elbayad et al. (2018), Sec. 3 (target sequence prediction).
+    """
+
+    def __init__(self, pooling="max", **kwargs):
+        super().__init__(**kwargs)
+        if pooling not in POOLINGS:
+            raise ValueError(
+                f"`pooling` must be one of {POOLINGS}. "
+                f"Received: pooling={pooling!r}"
+            )
+        self.pooling = pooling
+        self.attention_score = None
+        if "attention" in pooling:
+            # The bias would cancel in the softmax over source positions.
+            self.attention_score = keras.layers.Dense(
+                1, use_bias=False, dtype=self.dtype_policy, name="score"
+            )
+
+    def build(self, input_shape):
+        if self.attention_score is not None:
+            self.attention_score.build(input_shape)
+
+    def call(self, inputs, source_mask):
+        # Pooling runs in float32: the masked max and softmax need a large
+        # negative fill that float16 cannot hold.
+        features = ops.cast(inputs, "float32")
+        # (batch, Tx) -> (batch, 1, Tx, 1)
+        mask = source_mask[:, None, :, None]
+        length = ops.sum(ops.cast(source_mask, "float32"), axis=1)
+        # (batch,) -> (batch, 1, 1)
+        length = length[:, None, None]
+        scale = ops.sqrt(ops.maximum(length, 1.0))
+        pooled = []
+        if "max" in self.pooling:
+            masked = ops.where(mask, features, _MASK_VALUE)
+            pooled.append(ops.max(masked, axis=2))  # (batch, Ty, C)
+        if "average" in self.pooling:
+            summed = ops.sum(ops.where(mask, features, 0.0), axis=2)
+            pooled.append(summed / scale)
+        if "attention" in self.pooling:
+            # (batch, Ty, Tx, C) -> (batch, Ty, Tx, 1)
+            scores = ops.cast(self.attention_score(inputs), "float32")
+            scores = ops.where(mask, scores, _MASK_VALUE)
+            weights = ops.softmax(scores, axis=2)
+            weights = weights * ops.cast(mask, "float32")
+            context = ops.sum(weights * features, axis=2)  # (batch, Ty, C)
+            pooled.append(context * scale)
+        # (batch, Ty, C) or (batch, Ty, 2 C)
+        pooled = ops.concatenate(pooled, axis=-1)
+        # An all-padding source (e.g. a padding row in a batch) pools to 0
+        # rather than to the -1e9 fill.
+        pooled = ops.where(length > 0, pooled, 0.0)
+        return ops.cast(pooled, self.compute_dtype)
+
+    def alignment(self, inputs, source_mask):
+        """Share of channels whose max over source positions is at `i`.
+
+        Args:
+            inputs: float `(batch, Ty, Tx, C)` final grid features.
+            source_mask: bool `(batch, Tx)`.
+
+        Returns:
+            Float32 `(batch, Ty, Tx)`, rows summing to 1 over real source
+            positions (0 everywhere for an all-padding source).
+        """
+        features = ops.cast(inputs, "float32")
+        mask = source_mask[:, None, :, None]  # (batch, 1, Tx, 1)
+        masked = ops.where(mask, features, _MASK_VALUE)
+        # (batch, Ty, 1, C)
+        maximum = ops.max(masked, axis=2, keepdims=True)
+        winners = ops.logical_and(ops.equal(masked, maximum), mask)
+        winners = ops.cast(winners, "float32")  # (batch, Ty, Tx, C)
+        # Ties share the channel's unit of credit.
+        ties = ops.maximum(ops.sum(winners, axis=2, keepdims=True), 1.0)
+        # (batch, Ty, Tx, C) -> (batch, Ty, Tx)
+        return ops.mean(winners / ties, axis=-1)
+
+    def compute_output_shape(self, inputs_shape, source_mask_shape):
+        channels = inputs_shape[-1]
+        if "+" in self.pooling and channels is not None:
+            channels *= 2
+        return (inputs_shape[0], inputs_shape[1], channels)
+
+    def get_config(self):
+        return {**super().get_config(), "pooling": self.pooling}
+
+
+@keras.saving.register_keras_serializable(package="keras_bahdanau")
+class _MaskedNormActivation(keras.layers.Layer):
+    """Batch norm over the real grid cells, then ReLU or GLU."""
+
+    def __init__(self, activation="relu", **kwargs):
+        super().__init__(**kwargs)
+        self.activation = activation
+        # PyTorch's BatchNorm2d defaults (the authors' code): Keras's
+        # momentum=0.99 lags far behind the batch statistics early in
+        # training, so inference-mode logits disagree with training ones.
+        self.norm = keras.layers.BatchNormalization(
+            momentum=0.9,
+            epsilon=1e-5,
+            dtype=self.dtype_policy,
+            name="batch_norm",
+        )
+
+    def build(self, input_shape):
+        self.norm.build(input_shape)
+
+    def call(self, inputs, source_mask, target_mask, training=None):
+        # (batch, Ty, Tx): the real cells, whose statistics BN may use.
+        cells = ops.logical_and(target_mask[:, :, None], source_mask[:, None])
+        x = self.norm(inputs, training=training, mask=cells)
+        if self.activation == "glu":
+            # (batch, Ty, Tx, 2n) -> (batch, Ty, Tx, n)
+            values, gates = ops.split(x, 2, axis=-1)
+            return values * ops.sigmoid(gates)
+        return ops.relu(x)
+
+    def compute_output_shape(self, input_shape):
+        channels = input_shape[-1]
+        if self.activation == "glu" and channels is not None:
+            channels //= 2
+        return (*input_shape[:-1], channels)
+
+    def get_config(self):
+        return {**super().get_config(), "activation": self.activation}
+
+
+@keras.saving.register_keras_serializable(package="keras_bahdanau")
+class _Grid(keras.layers.Layer):
+    """Pairs every target position with every source position."""
+
+    def call(self, source, target):
+        # (batch, Ty, 1, 1): broadcasts the source over the target axis.
+        target_zeros = ops.zeros_like(target[:, :, None, :1])
+        # (batch, 1, Tx, 1): broadcasts the target over the source axis.
+        source_zeros = ops.zeros_like(source[:, None, :, :1])
+        # (batch, Tx, ds) -> (batch, Ty, Tx, ds)
+        source = source[:, None] + target_zeros
+        # (batch, Ty, dt) -> (batch, Ty, Tx, dt)
+        target = target[:, :, None] + source_zeros
+        return ops.concatenate([source, target], axis=-1)
+
+    def compute_output_shape(self, source_shape, target_shape):
+        return (
+            source_shape[0],
+            target_shape[1],
+            source_shape[1],
+            source_shape[-1] + target_shape[-1],
+        )
+
+
+@keras.saving.register_keras_serializable(package="keras_bahdanau")
+class _PaddingMask(keras.layers.Layer):
+    """`ids != 0`: the real (non-padding) positions."""
+
+    def call(self, ids):
+        return ops.not_equal(ids, PAD_ID)

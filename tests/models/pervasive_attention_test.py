@@ -1,0 +1,401 @@
+import os
+
+import keras
+import numpy as np
+import pytest
+from keras import ops
+
+from keras_bahdanau.decoding import beam_search
+from keras_bahdanau.decoding import greedy_search
+from keras_bahdanau.models.pervasive_attention import POOLINGS
+from keras_bahdanau.models.pervasive_attention import PervasiveAttention
+from keras_bahdanau.models.pervasive_attention import SourcePooling
+
+BOS = 2
+EOS = 3
+SOURCE_VOCABULARY = 13
+TARGET_VOCABULARY = 11
+# One set of shapes for most tests: JAX compiles every eager op once per
+# input shape, so shared shapes keep the suite fast.
+SOURCE_LENGTHS = [5, 2, 4]
+TARGET_LENGTHS = [4, 2, 3]
+
+
+def tiny_model(**overrides):
+    config = dict(
+        source_vocabulary_size=SOURCE_VOCABULARY,
+        target_vocabulary_size=TARGET_VOCABULARY,
+        source_embedding_dim=8,
+        target_embedding_dim=6,
+        growth_rate=4,
+        num_layers=3,
+        kernel_size=3,
+        bottleneck_factor=2,
+        dropout=0.0,
+    )
+    config.update(overrides)
+    return PervasiveAttention(**config)
+
+
+def randomize(model, seed=0):
+    """Random weights everywhere, batch-norm statistics included.
+
+    With the initial moving statistics (mean 0, variance 1) and beta 0,
+    batch norm maps zeros to zeros, and padding checks would pass even
+    without any masking; random statistics make them meaningful.
+    """
+    rng = np.random.default_rng(seed)
+    for weight in model.weights:
+        shape = tuple(weight.shape)
+        if "moving_variance" in weight.path:
+            value = rng.uniform(0.5, 2.0, shape)
+        else:
+            value = rng.normal(0.0, 0.5, shape)
+        weight.assign(value.astype("float32"))
+
+
+def random_batch(rng, source_lengths, target_lengths):
+    """Right-padded source and target ids with the given real lengths."""
+    source_width = max(source_lengths)
+    target_width = max(target_lengths)
+    batch = len(source_lengths)
+    source = np.zeros((batch, source_width), "int32")
+    target = np.zeros((batch, target_width), "int32")
+    for row, (ns, nt) in enumerate(
+        zip(source_lengths, target_lengths, strict=True)
+    ):
+        source[row, :ns] = rng.integers(4, SOURCE_VOCABULARY, ns)
+        target[row, 0] = BOS
+        target[row, 1:nt] = rng.integers(4, TARGET_VOCABULARY, nt - 1)
+    return {"source_ids": source, "target_ids": target}
+
+
+def pad_batch(inputs, source_extra, target_extra):
+    return {
+        "source_ids": np.pad(inputs["source_ids"], [(0, 0), (0, source_extra)]),
+        "target_ids": np.pad(inputs["target_ids"], [(0, 0), (0, target_extra)]),
+    }
+
+
+def to_numpy(x):
+    return ops.convert_to_numpy(x)
+
+
+def test_output_shape_dtype_and_config_round_trip():
+    model = tiny_model(pooling="max+attention", activation="glu")
+    inputs = random_batch(
+        np.random.default_rng(0), SOURCE_LENGTHS, TARGET_LENGTHS
+    )
+    logits = model(inputs)
+    assert tuple(logits.shape) == (3, 4, TARGET_VOCABULARY)
+    assert keras.backend.standardize_dtype(logits.dtype) == "float32"
+    config = model.get_config()
+    clone = PervasiveAttention.from_config(config)
+    assert clone.get_config() == config
+    assert clone.count_params() == model.count_params()
+
+
+def test_target_causality():
+    # GLU here: every other test exercises ReLU.
+    model = tiny_model(pooling="max+attention", activation="glu")
+    randomize(model)
+    rng = np.random.default_rng(1)
+    inputs = random_batch(rng, SOURCE_LENGTHS, [4, 4, 4])
+    changed = {k: v.copy() for k, v in inputs.items()}
+    changed["target_ids"][:, 2:] = rng.integers(4, TARGET_VOCABULARY, (3, 2))
+    logits = to_numpy(model(inputs))
+    changed_logits = to_numpy(model(changed))
+    np.testing.assert_allclose(logits[:, :2], changed_logits[:, :2], atol=1e-5)
+    # The change must be visible from position 2 on (the test has teeth).
+    assert np.abs(logits[:, 2:] - changed_logits[:, 2:]).max() > 1e-3
+
+
+@pytest.mark.parametrize("pooling", POOLINGS)
+def test_padding_invariance(pooling):
+    model = tiny_model(pooling=pooling)
+    randomize(model)
+    inputs = random_batch(
+        np.random.default_rng(2), SOURCE_LENGTHS, TARGET_LENGTHS
+    )
+    logits = to_numpy(model(inputs))
+    padded_logits = to_numpy(model(pad_batch(inputs, 4, 3)))
+    np.testing.assert_allclose(logits, padded_logits[:, :4], atol=1e-4)
+
+
+def test_padding_invariance_in_training_mode():
+    # Batch-norm statistics skip padded cells, so with dropout off even
+    # training-mode logits ignore padding.
+    model = tiny_model(pooling="average+attention")
+    randomize(model)
+    inputs = random_batch(
+        np.random.default_rng(3), SOURCE_LENGTHS, TARGET_LENGTHS
+    )
+    logits = to_numpy(model(inputs, training=True))
+    padded = pad_batch(inputs, 4, 3)
+    padded_logits = to_numpy(model(padded, training=True))
+    target_mask = inputs["target_ids"] != 0
+    np.testing.assert_allclose(
+        logits[target_mask], padded_logits[:, :4][target_mask], atol=1e-4
+    )
+
+
+def test_source_padding_rows_pool_to_zero():
+    # A source made only of padding (e.g. a padding row of a batch) must
+    # give finite logits, not the -1e9 mask fill or NaN.
+    model = tiny_model(pooling="max+attention")
+    inputs = random_batch(
+        np.random.default_rng(4), SOURCE_LENGTHS, TARGET_LENGTHS
+    )
+    inputs["source_ids"][1] = 0
+    assert np.isfinite(to_numpy(model(inputs))).all()
+
+
+def test_decode_step_matches_teacher_forcing():
+    model = tiny_model(pooling="max+attention")
+    randomize(model)
+    inputs = random_batch(
+        np.random.default_rng(5), SOURCE_LENGTHS, TARGET_LENGTHS
+    )
+    teacher_logits = to_numpy(model(inputs))
+    teacher_alignment = to_numpy(model.alignment(inputs))
+    cache = model.encode(inputs["source_ids"], max_length=4)
+    for step in range(4):
+        previous = inputs["target_ids"][:, step]
+        logits, attention, new_cache = model.decode_step(
+            cache, previous, ops.convert_to_tensor(step, "int32")
+        )
+        assert set(new_cache) == set(cache)
+        for key in cache:
+            assert tuple(new_cache[key].shape) == tuple(cache[key].shape)
+        cache = new_cache
+        np.testing.assert_allclose(
+            to_numpy(logits), teacher_logits[:, step], atol=1e-4
+        )
+        np.testing.assert_allclose(
+            to_numpy(attention), teacher_alignment[:, step], atol=1e-5
+        )
+
+
+def test_greedy_search_matches_teacher_forcing():
+    # The package's greedy search runs `decode_step` inside
+    # `ops.while_loop`; its log-probabilities and attention must equal the
+    # teacher-forced ones of the tokens it picked.
+    model = tiny_model()
+    randomize(model)
+    source_ids = random_batch(
+        np.random.default_rng(6), SOURCE_LENGTHS, TARGET_LENGTHS
+    )["source_ids"]
+    result = greedy_search(model, source_ids, max_length=4)
+    tokens = to_numpy(result.token_ids)[:, 0]  # (3, 4), 0 after EOS
+    lengths = to_numpy(result.lengths)[:, 0]
+    decoder_inputs = np.concatenate(
+        [np.full((3, 1), BOS, "int32"), tokens[:, :-1]], axis=1
+    )
+    inputs = {"source_ids": source_ids, "target_ids": decoder_inputs}
+    logits = to_numpy(model(inputs)).astype("float64")
+    log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    alignment = to_numpy(model.alignment(inputs))
+    attention = to_numpy(result.attention)[:, 0]
+    for row in range(3):
+        # A hypothesis without EOS runs to max_length (length 0 then).
+        steps = lengths[row] or 4
+        picked = log_probs[row, np.arange(steps), tokens[row, :steps]]
+        np.testing.assert_allclose(
+            to_numpy(result.log_probs)[row, 0], picked.sum(), atol=1e-4
+        )
+        np.testing.assert_allclose(
+            attention[row, :steps], alignment[row, :steps], atol=1e-5
+        )
+
+
+def test_beam_search_runs_with_the_protocol():
+    model = tiny_model()
+    randomize(model)
+    source_ids = random_batch(
+        np.random.default_rng(11), SOURCE_LENGTHS, TARGET_LENGTHS
+    )["source_ids"]
+    result = beam_search(model, source_ids, beam_size=2, max_length=4)
+    assert tuple(result.token_ids.shape) == (3, 1, 4)
+    attention = to_numpy(result.attention)[:, 0]  # (batch, 4, Tx)
+    lengths = to_numpy(result.lengths)[:, 0]
+    source_mask = source_ids != 0
+    for row in range(3):
+        rows = attention[row, : max(lengths[row], 1)]
+        np.testing.assert_allclose(rows.sum(-1), 1.0, atol=1e-5)
+        assert (rows[:, ~source_mask[row]] == 0).all()
+
+
+def numpy_alignment(features, source_mask):
+    """The paper's alignment view, computed independently in NumPy."""
+    batch, target_length, source_length, channels = features.shape
+    alignment = np.zeros((batch, target_length, source_length))
+    for b in range(batch):
+        real = np.flatnonzero(source_mask[b])
+        for j in range(target_length):
+            for c in range(channels):
+                column = features[b, j, real, c]
+                winners = real[column == column.max()]
+                alignment[b, j, winners] += 1.0 / len(winners) / channels
+    return alignment
+
+
+def test_alignment_is_the_max_pooling_view():
+    model = tiny_model()
+    randomize(model)
+    inputs = random_batch(
+        np.random.default_rng(7), SOURCE_LENGTHS, TARGET_LENGTHS
+    )
+    alignment = to_numpy(model.alignment(inputs))
+    source_mask = inputs["source_ids"] != 0
+    assert alignment.shape == (3, 4, 5)
+    np.testing.assert_allclose(alignment.sum(-1), 1.0, atol=1e-5)
+    padding = np.broadcast_to(~source_mask[:, None], alignment.shape)
+    assert (alignment[padding] == 0).all()
+    features, _ = model._features(
+        model, inputs["source_ids"], inputs["target_ids"], training=False
+    )
+    expected = numpy_alignment(to_numpy(features), source_mask)
+    np.testing.assert_allclose(alignment, expected, atol=1e-5)
+
+
+@pytest.mark.parametrize("pooling", POOLINGS)
+def test_source_pooling_matches_numpy(pooling):
+    rng = np.random.default_rng(8)
+    features = rng.normal(size=(2, 3, 4, 5)).astype("float32")
+    source_mask = np.array([[1, 1, 1, 0], [1, 1, 0, 0]], bool)
+    layer = SourcePooling(pooling)
+    pooled = to_numpy(layer(features, source_mask))
+    expected = []
+    for b in range(2):
+        real = features[b][:, source_mask[b]]  # (Ty, n, C)
+        n = real.shape[1]
+        parts = []
+        if "max" in pooling:
+            parts.append(real.max(axis=1))
+        if "average" in pooling:
+            parts.append(real.sum(axis=1) / np.sqrt(n))
+        if "attention" in pooling:
+            w = to_numpy(layer.attention_score.kernel)[:, 0]
+            scores = real @ w  # (Ty, n)
+            rho = np.exp(scores - scores.max(axis=1, keepdims=True))
+            rho /= rho.sum(axis=1, keepdims=True)
+            parts.append(np.sqrt(n) * np.einsum("jn,jnc->jc", rho, real))
+        expected.append(np.concatenate(parts, axis=-1))
+    np.testing.assert_allclose(pooled, np.stack(expected), atol=1e-5)
+
+
+def make_reversal_data(rng, size, vocabulary=10, max_length=5):
+    """Source: 2-5 tokens + EOS; target: the tokens reversed + EOS."""
+    width = max_length + 1
+    source = np.zeros((size, width), "int32")
+    decoder_inputs = np.zeros((size, width), "int32")
+    labels = np.zeros((size, width), "int32")
+    for row in range(size):
+        length = rng.integers(2, max_length + 1)
+        tokens = rng.integers(4, vocabulary, length)
+        source[row, :length] = tokens
+        source[row, length] = EOS
+        reversed_tokens = np.append(tokens[::-1], EOS)
+        labels[row, : length + 1] = reversed_tokens
+        decoder_inputs[row, 0] = BOS
+        decoder_inputs[row, 1 : length + 1] = reversed_tokens[:-1]
+    inputs = {"source_ids": source, "target_ids": decoder_inputs}
+    return inputs, labels
+
+
+def test_learns_to_reverse():
+    rng = np.random.default_rng(9)
+    inputs, labels = make_reversal_data(rng, 1024)
+    test_inputs, test_labels = make_reversal_data(rng, 256)
+    model = PervasiveAttention(
+        10,
+        10,
+        source_embedding_dim=16,
+        target_embedding_dim=16,
+        growth_rate=8,
+        num_layers=3,
+        kernel_size=5,
+        dropout=0.0,
+    )
+    model.compile(
+        optimizer=keras.optimizers.Adam(5e-3),
+        loss=keras.losses.SparseCategoricalCrossentropy(
+            from_logits=True, ignore_class=0
+        ),
+    )
+    model.fit(inputs, labels, batch_size=32, epochs=3, verbose=0)
+    predictions = to_numpy(model.predict_on_batch(test_inputs)).argmax(-1)
+    real = test_labels != 0
+    accuracy = (predictions == test_labels)[real].mean()
+    assert accuracy >= 0.9, accuracy
+    # Free-running: the package's greedy search through `decode_step`.
+    result = greedy_search(model, test_inputs["source_ids"][:64], max_length=6)
+    decoded = to_numpy(result.token_ids)[:, 0]  # (64, 6)
+    decoded_accuracy = (decoded == test_labels[:64])[real[:64]].mean()
+    assert decoded_accuracy >= 0.9, decoded_accuracy
+
+
+def test_saving_round_trip(tmp_path):
+    model = tiny_model(pooling="max+attention")
+    randomize(model)
+    inputs = random_batch(
+        np.random.default_rng(10), SOURCE_LENGTHS, TARGET_LENGTHS
+    )
+    path = os.path.join(tmp_path, "pervasive_attention.keras")
+    model.save(path)
+    restored = keras.saving.load_model(path)
+    assert isinstance(restored, PervasiveAttention)
+    assert restored.get_config() == model.get_config()
+    np.testing.assert_allclose(
+        to_numpy(restored(inputs)), to_numpy(model(inputs)), atol=1e-6
+    )
+
+
+def test_from_preset():
+    # Tiny overrides keep the test fast; the rest comes from the preset.
+    model = PervasiveAttention.from_preset(
+        "pervasive_attention_small",
+        source_vocabulary_size=20,
+        source_embedding_dim=8,
+        target_embedding_dim=6,
+        growth_rate=4,
+        num_layers=1,
+        bottleneck_factor=2,
+    )
+    assert model.source_vocabulary_size == 20
+    assert model.target_vocabulary_size == 8000
+    assert model.kernel_size == 3
+    assert model.dropout == 0.1
+    with pytest.raises(ValueError, match="pervasive_attention_paper"):
+        PervasiveAttention.from_preset("nope")
+
+
+@pytest.mark.parametrize(
+    "argument, value",
+    [
+        ("source_vocabulary_size", 3),
+        ("target_vocabulary_size", 2.5),
+        ("source_embedding_dim", 0),
+        ("growth_rate", -1),
+        ("num_layers", 0),
+        ("kernel_size", 4),
+        ("bottleneck_factor", True),
+        ("activation", "tanh"),
+        ("pooling", "min"),
+        ("dropout", 1.0),
+    ],
+)
+def test_bad_arguments(argument, value):
+    with pytest.raises(ValueError, match=f"{argument}={value!r}"):
+        tiny_model(**{argument: value})
+
+
+def test_glu_needs_even_channels():
+    with pytest.raises(ValueError, match="growth_rate=3"):
+        tiny_model(activation="glu", growth_rate=3)
+
+
+def test_encode_needs_max_length():
+    model = tiny_model()
+    with pytest.raises(ValueError, match="max_length"):
+        model.encode(np.ones((1, 3), "int32"))
