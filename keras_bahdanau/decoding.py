@@ -546,15 +546,23 @@ def _max_lengths(source_mask, max_length, relative_max_length):
 
 
 def _log_softmax(logits, step, max_lengths):
-    """float32 log-softmax `(batch, V)`; only EOS at a sentence's last step."""
+    """float32 log-softmax `(batch, V)`; only EOS at a sentence's last step.
+
+    `[PAD]` and `[BOS]` are never emitted: they are not words. The other
+    log-probabilities are kept as the model gives them (not renormalized),
+    so scores stay the model's log-probabilities.
+    """
     log_probs = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
+    vocabulary = ops.arange(ops.shape(log_probs)[-1])  # (V,)
     is_last = ops.greater_equal(step + 1, max_lengths)  # (batch,)
-    is_eos = ops.equal(ops.arange(ops.shape(log_probs)[-1]), EOS_ID)  # (V,)
-    return ops.where(
-        ops.logical_and(is_last[:, None], ops.logical_not(is_eos)),
-        NEG_INF,
-        log_probs,
+    is_eos = ops.equal(vocabulary, EOS_ID)  # (V,)
+    never = ops.logical_or(
+        ops.equal(vocabulary, PAD_ID), ops.equal(vocabulary, BOS_ID)
+    )  # (V,)
+    banned = ops.logical_or(
+        ops.logical_and(is_last[:, None], ops.logical_not(is_eos)), never
     )  # (batch, V)
+    return ops.where(banned, NEG_INF, log_probs)
 
 
 def _gather_beams(tensor, beams):

@@ -443,7 +443,10 @@ def evaluate_run(run_dir, splits, evaluation):
     from keras_bahdanau.evaluation import evaluate
     from keras_bahdanau.translator import Translator
 
-    translator = Translator.from_run_dir(run_dir, checkpoint="best")
+    # Whole sentences: no truncation at the training length limit.
+    translator = Translator.from_run_dir(
+        run_dir, checkpoint="best", max_source_length=None
+    )
     results = {}
     for split in ("dev", "test"):
         pairs = splits[split][: evaluation["max_sentences"] or None]

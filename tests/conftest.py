@@ -26,3 +26,8 @@ def _seed():
     keras.utils.set_random_seed(1234)
     np.random.seed(1234)
     yield
+
+
+@pytest.fixture
+def backend():
+    return keras.backend.backend()

@@ -34,12 +34,16 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_bahdanau.models.translation_model import BOS_ID
+from keras_bahdanau.models.translation_model import EOS_ID
+from keras_bahdanau.models.translation_model import PAD_ID
+from keras_bahdanau.models.translation_model import UNK_ID
+
 PAD = "[PAD]"
 UNK = "[UNK]"
 BOS = "[BOS]"
 EOS = "[EOS]"
 RESERVED_TOKENS = (PAD, UNK, BOS, EOS)
-PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
 
 VOCABULARY_FILE = "vocabulary.txt"
 CONFIG_FILE = "tokenizer.json"

@@ -1,0 +1,148 @@
+import json
+import shutil
+
+import pytest
+import sacrebleu
+from matplotlib import image
+
+from keras_bahdanau import cli
+from keras_bahdanau import evaluation
+from keras_bahdanau.evaluation import bleu_by_length
+from keras_bahdanau.evaluation import corpus_scores
+from keras_bahdanau.translator import Translator
+from tests.run_fixture import PAIRS
+from tests.run_fixture import shared_run_dir
+
+HYPOTHESES = [
+    "The house is small.",
+    "The dog sleeps in a house.",
+    "I see cat.",
+    "We have the house.",
+]
+REFERENCES = [
+    "The house is small.",
+    "The dog sleeps in the house.",
+    "I see the cat.",
+    "We have a house.",
+]
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    return shared_run_dir(tmp_path_factory)
+
+
+def test_corpus_scores_are_sacrebleu_scores_with_signatures():
+    scores = corpus_scores(HYPOTHESES, REFERENCES)
+    bleu = sacrebleu.corpus_bleu(HYPOTHESES, [REFERENCES])
+    chrf = sacrebleu.corpus_chrf(HYPOTHESES, [REFERENCES])
+    assert scores["bleu"] == bleu.score
+    assert scores["chrf"] == chrf.score
+    version = sacrebleu.__version__
+    assert scores["bleu_signature"] == (
+        f"nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:{version}"
+    )
+    assert scores["chrf_signature"] == (
+        f"nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:{version}"
+    )
+    assert corpus_scores(REFERENCES, REFERENCES)["bleu"] == pytest.approx(100)
+
+
+def test_bleu_by_length_scores_each_bucket_of_source_words():
+    sources = [
+        " ".join(["w"] * n) for n in (10, 11, 20, 35)
+    ]  # Buckets 1-10, 11-20, 11-20, 31-40; 21-30 is empty.
+    buckets = bleu_by_length(sources, HYPOTHESES, REFERENCES)
+    assert [
+        (b["min_length"], b["max_length"], b["num_sentences"]) for b in buckets
+    ] == [(1, 10, 1), (11, 20, 2), (31, 40, 1)]
+    assert buckets[0]["bleu"] == pytest.approx(100)
+    assert buckets[1]["bleu"] == (
+        sacrebleu.corpus_bleu(HYPOTHESES[1:3], [REFERENCES[1:3]]).score
+    )
+    wide = bleu_by_length(["", *sources[1:]], HYPOTHESES, REFERENCES, 40)
+    assert [b["num_sentences"] for b in wide] == [4]  # "" counts in 1-40.
+
+
+@pytest.mark.parametrize(
+    "hypotheses, references, message",
+    [
+        (HYPOTHESES, REFERENCES[:2], "4 hypotheses and 2 references"),
+        ([], [], "empty"),
+        ("The house.", "The house.", "not str"),
+        ([None], ["The house."], "element None"),
+    ],
+)
+def test_corpus_scores_reject_bad_inputs(hypotheses, references, message):
+    with pytest.raises(ValueError, match=message):
+        corpus_scores(hypotheses, references)
+
+
+def test_bleu_by_length_rejects_bad_inputs():
+    with pytest.raises(ValueError, match="3 sources and 4 hypotheses"):
+        bleu_by_length(["a"] * 3, HYPOTHESES, REFERENCES)
+    with pytest.raises(ValueError, match="bucket_width=0"):
+        bleu_by_length(["a"] * 4, HYPOTHESES, REFERENCES, bucket_width=0)
+
+
+def test_evaluate_command_compares_runs_and_plots_bleu_by_length(
+    run_dir, tmp_path, capsys
+):
+    other_run = shutil.copytree(run_dir, tmp_path / "other_run")
+    sources, references = tmp_path / "test.de", tmp_path / "test.en"
+    sources.write_text("".join(s + "\n" for s, _ in PAIRS), "utf-8")
+    references.write_text("".join(t + "\n" for _, t in PAIRS), "utf-8")
+    arguments = ["evaluate", str(run_dir), str(other_run)]
+    arguments += ["--source", str(sources), "--reference", str(references)]
+    arguments += ["--beam-size", "2", "--max-length", "10"]
+    arguments += ["--bucket-width", "4", "--plot", str(tmp_path / "b.png")]
+    arguments += ["--json", str(tmp_path / "scores.json")]
+    assert cli.main(arguments) == 0
+    output = capsys.readouterr().out
+
+    translator = Translator.from_run_dir(run_dir)
+    result = evaluation.evaluate(
+        translator,
+        [s for s, _ in PAIRS],
+        [t for _, t in PAIRS],
+        bucket_width=4,
+        beam_size=2,
+        max_length=10,
+    )
+    rows = {
+        words[0]: words[1:]
+        for words in map(str.split, output.split("\n"))
+        if words
+    }
+    for name in (run_dir.name, "other_run"):
+        assert rows[name] == [
+            f"{result['bleu']:.2f}",
+            f"{result['chrf']:.2f}",
+            str(len(PAIRS)),
+        ]
+    assert f"BLEU signature: {result['bleu_signature']}" in output
+    assert f"chrF signature: {result['chrf_signature']}" in output
+    assert "version:" in result["bleu_signature"]
+    # Sources of 3-4 words in 1-4, the 5-word one in 5-8.
+    assert [b["num_sentences"] for b in result["by_length"]] == [9, 1]
+    assert rows["1-4"][0] == "9"
+    assert rows["5-8"] == ["1", *[f"{result['by_length'][1]['bleu']:.2f}"] * 2]
+    assert image.imread(tmp_path / "b.png").shape[:2] == (400, 600)
+    scores = json.loads((tmp_path / "scores.json").read_text("utf-8"))
+    assert scores["other_run"]["bleu"] == result["bleu"]
+    assert scores["other_run"]["by_length"] == result["by_length"]
+
+
+def test_evaluate_command_uses_the_split_of_the_runs_corpus(
+    run_dir, monkeypatch, capsys
+):
+    from keras_bahdanau import train
+
+    splits = {"dev": PAIRS[:2], "test": PAIRS[2:5]}
+    monkeypatch.setattr(train, "load_corpus", lambda data: splits)
+    arguments = ["evaluate", str(run_dir), "--split", "dev"]
+    assert cli.main([*arguments, "--beam-size", "2", "--max-length", "10"]) == 0
+    output = capsys.readouterr().out
+    assert output.splitlines()[1].split()[-1] == "2"  # Sentences.
+    with pytest.raises(ValueError, match="both --source and --reference"):
+        cli.main(["evaluate", str(run_dir), "--source", "x.de"])

@@ -1,0 +1,126 @@
+"""A tiny run directory, laid out like `keras-bahdanau train` writes one.
+
+Tests of everything that reads run directories (translate, evaluate,
+plot-attention, export) build one with `build_run_dir(path)`: a toy
+German-English corpus, word tokenizers and a tiny `RNNSearch` saved as
+`best.keras` and `last.keras`, in a couple of seconds.
+
+`shared_run_dir()` builds one such directory for the whole test session
+(random weights; tests must not modify it):
+
+```python
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    return shared_run_dir(tmp_path_factory)
+```
+"""
+
+import json
+import pathlib
+
+import keras
+import numpy as np
+
+from keras_bahdanau import run_directory
+from keras_bahdanau.data import build_tokenizer
+from keras_bahdanau.models import RNNSearch
+from keras_bahdanau.train import resolve_config
+
+PAIRS = [
+    ("Das Haus ist klein.", "The house is small."),
+    ("Das Haus ist groß.", "The house is big."),
+    ("Der Hund ist klein.", "The dog is small."),
+    ("Die Katze schläft.", "The cat sleeps."),
+    ("Der Hund schläft im Haus.", "The dog sleeps in the house."),
+    ("Ich sehe die Katze.", "I see the cat."),
+    ("Ich sehe den Hund.", "I see the dog."),
+    ("Wir haben ein Haus.", "We have a house."),
+    ("Die Katze ist groß.", "The cat is big."),
+    ("Das ist gut.", "That is good."),
+]
+MAX_LENGTH = 12
+
+
+def build_run_dir(path, fit_epochs=0, seed=0):
+    """Writes a run directory with a tiny `RNNSearch` into `path`.
+
+    Args:
+        path: the (existing or new) folder.
+        fit_epochs: epochs of Adam on `PAIRS` (0: random Glorot weights
+            and a random `v_a`, fine for testing the plumbing; a few dozen
+            epochs make the model translate `PAIRS` roughly).
+        seed: weight initialization seed.
+
+    Returns:
+        `path` as a `pathlib.Path`.
+    """
+
+    path = pathlib.Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    source = build_tokenizer("word", [s for s, _ in PAIRS], 100)
+    target = build_tokenizer("word", [t for _, t in PAIRS], 100)
+    source.save(path / run_directory.SOURCE_VOCABULARY)
+    target.save(path / run_directory.TARGET_VOCABULARY)
+    keras.utils.set_random_seed(seed)
+    model = RNNSearch(
+        source.vocabulary_size,
+        target.vocabulary_size,
+        embedding_dim=8,
+        hidden_dim=8,
+        maxout_dim=4,
+        initialization="glorot",
+    )
+    # Glorot initialization keeps v_a = 0 (uniform alignments, as in the
+    # paper); random v_a gives alignments that tell source words apart.
+    rng = np.random.default_rng(seed)
+    for variable in model.weights:
+        if "score_vector" in variable.path:
+            variable.assign(3.0 * rng.normal(size=variable.shape))
+    if fit_epochs:
+        from keras_bahdanau.data import make_dataset
+        from keras_bahdanau.training import compile_model
+
+        dataset, _ = make_dataset(
+            PAIRS, source, target, batch_size=len(PAIRS), seed=seed
+        )
+        compile_model(model, "adam", learning_rate=0.02)
+        model.fit(dataset, epochs=fit_epochs, verbose=0)
+    model.save(path / run_directory.BEST_MODEL)
+    model.save(path / run_directory.LAST_MODEL)
+    # The config `keras-bahdanau train` would have resolved and written.
+    config = {
+        **resolve_config(
+            overrides=[
+                f"run_dir={path}",
+                f"data.max_length={MAX_LENGTH}",
+                "tokenizer.source_vocabulary_size=100",
+                "tokenizer.target_vocabulary_size=100",
+                "model.preset=",
+                "model.embedding_dim=8",
+                "model.hidden_dim=8",
+                "model.maxout_dim=4",
+                "model.initialization=glorot",
+                f"training.epochs={max(fit_epochs, 1)}",
+                "training.optimizer=adam",
+                "training.learning_rate=0.02",
+                f"training.seed={seed}",
+            ]
+        ),
+        "backend": keras.backend.backend(),
+        "keras_version": keras.__version__,
+        "parameters": model.count_params(),
+    }
+    (path / run_directory.CONFIG).write_text(
+        json.dumps(config, indent=2) + "\n", encoding="utf-8"
+    )
+    return path
+
+
+_shared = {}
+
+
+def shared_run_dir(tmp_path_factory):
+    """`build_run_dir()` once per test session (pytest's tmp_path_factory)."""
+    if "run_dir" not in _shared:
+        _shared["run_dir"] = build_run_dir(tmp_path_factory.mktemp("run"))
+    return _shared["run_dir"]

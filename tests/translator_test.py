@@ -1,0 +1,240 @@
+import io
+import sys
+import warnings
+
+import numpy as np
+import pytest
+from keras import ops
+from matplotlib import image
+
+from keras_bahdanau import cli
+from keras_bahdanau.data import BOS_ID
+from keras_bahdanau.data import EOS_ID
+from keras_bahdanau.data import UNK_ID
+from keras_bahdanau.translator import Translation
+from keras_bahdanau.translator import Translator
+from tests.run_fixture import MAX_LENGTH
+from tests.run_fixture import PAIRS
+from tests.run_fixture import shared_run_dir
+
+SOURCES = [source for source, _ in PAIRS]
+# One set of search options for most tests: on JAX and TensorFlow each new
+# set (and batch shape) compiles a new program.
+OPTIONS = dict(beam_size=2, n_best=2, max_length=10)
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    return shared_run_dir(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def translator(run_dir):
+    return Translator.from_run_dir(run_dir)
+
+
+def source_ids(translator, sentence):
+    return translator.source_tokenizer.tokenize(sentence).numpy()[None]
+
+
+def test_a_batch_translates_like_single_sentences_in_input_order(translator):
+    sentences = SOURCES[3:6]  # Lengths 4, 6, 5: sorting reorders them.
+    batched = translator.translate(
+        sentences, batch_size=2, return_attention=True, **OPTIONS
+    )
+    assert len(batched) == len(sentences)
+    for sentence, hypotheses in zip(sentences, batched, strict=True):
+        singles = translator.translate(
+            sentence, return_attention=True, **OPTIONS
+        )
+        assert len(hypotheses) == len(singles) == 2
+        for translation, single in zip(hypotheses, singles, strict=True):
+            assert isinstance(translation, Translation)
+            assert isinstance(translation.text, str)
+            assert str(translation) == translation.text
+            assert single.target_tokens == translation.target_tokens
+            assert single.text == translation.text
+            np.testing.assert_allclose(
+                single.score, translation.score, atol=1e-5
+            )
+            np.testing.assert_allclose(
+                single.attention, translation.attention, atol=1e-5
+            )
+            tokens = translator.source_tokenizer.tokens(sentence).numpy()
+            assert translation.source_tokens == [t.decode() for t in tokens]
+            assert translation.target_tokens[-1] == "[EOS]"
+            assert translation.attention.shape == (
+                len(translation.target_tokens),
+                len(translation.source_tokens),
+            )
+            np.testing.assert_allclose(
+                translation.attention.sum(axis=1), 1.0, atol=1e-5
+            )
+
+
+@pytest.mark.parametrize("length_penalty", [0.0, 0.6])
+def test_scores_are_model_log_probs_with_the_length_penalty(
+    translator, length_penalty
+):
+    model, target = translator.model, translator.target_tokenizer
+    sentence = SOURCES[4]
+    hypotheses = translator.translate(
+        sentence, **{**OPTIONS, "length_penalty": length_penalty}
+    )
+    assert len(hypotheses) == 2
+    assert hypotheses[0].score >= hypotheses[1].score
+    assert hypotheses[0].target_tokens != hypotheses[1].target_tokens
+    source_ids = translator.source_tokenizer.tokenize(sentence).numpy()[None]
+    for hypothesis in hypotheses:
+        # Rescoring: teacher-forced log-probabilities of y + [EOS], on the
+        # unpadded source (the translator pads it to 16 tokens).
+        labels = [target.token_to_id(t) for t in hypothesis.target_tokens]
+        # Padded to one length for all calls (fewer eager JAX compilations);
+        # the decoder is causal, so padding changes no earlier logit.
+        target_ids = np.zeros((1, OPTIONS["max_length"]), "int32")
+        target_ids[0, : len(labels)] = [BOS_ID, *labels[:-1]]
+        logits = model({"source_ids": source_ids, "target_ids": target_ids})
+        log_probs = ops.convert_to_numpy(ops.log_softmax(logits, axis=-1))[0]
+        rescored = log_probs[np.arange(len(labels)), labels].sum()
+        np.testing.assert_allclose(hypothesis.log_prob, rescored, atol=1e-4)
+        # GNMT's lp(Y) = ((5 + |Y|) / 6)^alpha, as in decoding.beam_search.
+        penalty = ((5 + len(labels)) / 6) ** length_penalty
+        np.testing.assert_allclose(
+            hypothesis.score, hypothesis.log_prob / penalty, rtol=1e-5
+        )
+
+
+def test_empty_sentences_translate_to_empty_strings(translator):
+    results = translator.translate(
+        ["", "   ", SOURCES[4]], return_attention=True, **OPTIONS
+    )
+    for hypotheses in results[:2]:
+        (empty,) = hypotheses  # Only one hypothesis: the empty one.
+        assert empty.text == ""
+        assert empty.score == empty.log_prob == 0.0
+        assert empty.source_tokens == empty.target_tokens == []
+        assert empty.attention.shape == (0, 0)
+    assert len(results[2]) == 2
+    assert translator.translate("").text == ""
+    assert translator.translate([]) == []
+
+
+def test_long_sentences_are_truncated_with_a_warning(
+    run_dir, translator, monkeypatch
+):
+    assert translator.max_source_length == MAX_LENGTH  # From config.json.
+    unlimited = Translator.from_run_dir(run_dir, max_source_length=None)
+    assert unlimited.max_source_length is None
+    # The same translator (and compiled search) with a lower limit.
+    monkeypatch.setattr(translator, "max_source_length", 3)
+    with pytest.warns(UserWarning, match=r"1 of 2 sentences.*=3 tokens"):
+        long, fine = translator.translate([SOURCES[4], "Das ist"], **OPTIONS)
+    assert long[0].source_tokens == ["Der", "Hund", "schläft"]
+    assert fine[0].source_tokens == ["Das", "ist"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        truncated = translator.translate("Der Hund schläft", **OPTIONS)
+    assert [t.text for t in long] == [t.text for t in truncated]
+
+
+def test_replace_unknown_copies_the_most_attended_source_words(translator):
+    bias = translator.model.output_projection.bias
+    original = ops.convert_to_numpy(bias)
+    # A model that says [UNK] until EOS is forced at max_length=10: any
+    # other token costs ~30 nats, EOS ~60 (so no early EOS makes the beam).
+    shift = np.zeros_like(original)
+    shift[[UNK_ID, EOS_ID]] = 30.0, -30.0
+    bias.assign(original + shift)
+    try:
+        sentence = "Das Haus ist rot."  # "rot" is not in the vocabulary.
+        plain = translator.translate(sentence, **OPTIONS)[0]
+        dictionary = {"Haus": "house", "rot": "red"}
+        replaced = translator.translate(
+            sentence,
+            replace_unknown=True,
+            dictionary=dictionary,
+            return_attention=True,
+            **OPTIONS,
+        )[0]
+    finally:
+        bias.assign(original)
+    assert plain.text == " ".join(["[UNK]"] * 9)
+    words = [
+        replaced.source_tokens[row.argmax()] for row in replaced.attention[:-1]
+    ]
+    expected = [dictionary.get(word, word) for word in words]
+    assert replaced.target_tokens == [*expected, "[EOS]"]
+    assert replaced.text.replace(" ", "") == "".join(expected)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(sentences=[1]), "element 1"),
+        (dict(batch_size=0), "batch_size=0"),
+        (dict(max_length=0), "max_length=0"),
+        (dict(beam_size=2, n_best=3), "n_best=3"),
+        (dict(length_penalty=-1.0), "length_penalty=-1.0"),
+    ],
+)
+def test_bad_arguments_raise_clear_errors(translator, kwargs, message):
+    kwargs = {"sentences": ["Das ist gut."], **kwargs}
+    with pytest.raises(ValueError, match=message):
+        translator.translate(**kwargs)
+
+
+def test_bad_constructor_arguments_raise_clear_errors(translator):
+    model = translator.model
+    source, target = translator.source_tokenizer, translator.target_tokenizer
+    with pytest.raises(ValueError, match="max_source_length=0"):
+        Translator(model, source, target, max_source_length=0)
+    with pytest.raises(ValueError, match="bucket_width=0"):
+        Translator(model, source, target, bucket_width=0)
+    with pytest.raises(ValueError, match="source tokenizer has"):
+        Translator(model, target, source)
+
+
+def test_translate_command_reads_stdin_and_writes_n_best_lists(
+    run_dir, translator, monkeypatch, capsys
+):
+    sentences = [SOURCES[0], "", SOURCES[3]]
+    monkeypatch.setattr(sys, "stdin", io.StringIO("\n".join(sentences)))
+    arguments = ["translate", str(run_dir), "--beam-size", "2"]
+    arguments += ["--n-best", "2", "--max-length", "10"]
+    assert cli.main(arguments) == 0
+    expected = translator.translate(sentences, **OPTIONS)
+    assert capsys.readouterr().out.splitlines() == [
+        f"{i} ||| {hypothesis.text} ||| {hypothesis.score:.6f}"
+        for i, hypotheses in enumerate(expected)
+        for hypothesis in hypotheses
+    ]
+
+
+def test_translate_command_reads_and_writes_files(
+    run_dir, translator, tmp_path
+):
+    (tmp_path / "input.de").write_text(f"{SOURCES[0]}\n\n", encoding="utf-8")
+    arguments = ["--input", str(tmp_path / "input.de")]
+    arguments += ["--output", str(tmp_path / "output.en")]
+    arguments += ["--beam-size", "2", "--max-length", "10"]
+    assert cli.main(["translate", str(run_dir), *arguments]) == 0
+    expected = translator.translate(SOURCES[0], **OPTIONS)[0].text
+    assert (tmp_path / "output.en").read_text("utf-8") == f"{expected}\n\n"
+
+
+def test_plot_attention_command_draws_one_figure_per_sentence(
+    run_dir, translator, tmp_path
+):
+    arguments = ["plot-attention", str(run_dir), "--beam-size", "2"]
+    arguments += ["--max-length", "10", "--dpi", "40"]
+    arguments += ["--sentence", SOURCES[3], "--sentence", ""]
+    arguments += ["--output-dir", str(tmp_path)]
+    with pytest.warns(UserWarning, match="Sentence 2 is empty"):
+        assert cli.main(arguments) == 0
+    assert [path.name for path in tmp_path.iterdir()] == ["attention_001.png"]
+    expected = translator.translate(SOURCES[3], **OPTIONS)[0]
+    rows, columns = len(expected.target_tokens), len(expected.source_tokens)
+    # plot_attention's default size: 1.5 inch + 0.35 inch per word.
+    height, width = (round((1.5 + 0.35 * n) * 40) for n in (rows, columns))
+    png = image.imread(tmp_path / "attention_001.png")
+    assert png.shape[:2] == (height, width)
