@@ -71,7 +71,9 @@ NEG_INF = float("-inf")
 
 def _length_penalty(length, alpha):
     """GNMT `lp(Y) = (5 + |Y|)^alpha / (5 + 1)^alpha`, `|Y|` with EOS."""
-    return ops.power(5.0 + ops.cast(length, "float32"), alpha) / 6.0**alpha
+    return ops.power(5.0 + ops.cast(length, "float32"), alpha) / ops.power(
+        6.0, alpha
+    )
 
 
 def _coverage_penalty(attention, source_mask, beta):
@@ -227,7 +229,8 @@ def beam_search(
             `min(max_length, floor(a * Tx_i + b))` tokens, `Tx_i` its real
             source length (see the module docstring).
         length_penalty: GNMT `alpha >= 0`; 0 disables it. Wu et al. tune it
-            in [0.6, 0.7] roughly.
+            in [0.6, 0.7] roughly. A scalar float tensor is accepted too
+            (e.g. a serving input); the caller then checks its value.
         coverage_penalty: GNMT `beta >= 0`; 0 disables it.
         n_best: how many complete hypotheses to return per sentence,
             `1 <= n_best <= beam_size`.
@@ -259,7 +262,9 @@ def beam_search(
     max_lengths = _max_lengths(source_mask, max_length, relative_max_length)
     batch_size, source_length = ops.shape(source_ids)
     beam_offsets = ops.arange(batch_size)[:, None] * beam_size  # (batch, 1)
-    alpha, beta = float(length_penalty), float(coverage_penalty)
+    # A scalar tensor alpha lets a serving signature take it per request.
+    alpha = ops.cast(length_penalty, "float32")
+    beta = float(coverage_penalty)
     max_length_penalty = _length_penalty(max_lengths, alpha)  # (batch,)
 
     def score(log_probs, attention, length):
@@ -528,6 +533,8 @@ def _check_beam_arguments(beam_size, n_best, length_penalty, coverage_penalty):
         ("length_penalty", length_penalty),
         ("coverage_penalty", coverage_penalty),
     ]:
+        if name == "length_penalty" and ops.is_tensor(value):
+            continue  # a run-time input: checked where it is fed
         if not (isinstance(value, int | float) and math.isfinite(value)):
             raise ValueError(
                 f"`{name}` must be a finite number >= 0. "

@@ -1,0 +1,591 @@
+"""Export a trained run as a SavedModel for TensorFlow Serving.
+
+`export_saved_model(run_dir, output)` (CLI: `keras-bahdanau export RUN_DIR
+--output saved_models/NAME`) writes TF Serving's layout,
+`saved_models/NAME/<version>/`, with three signatures that take raw text:
+tokenization, beam search and detokenization all run inside the graph, so
+a server needs no Python and no keras_bahdanau. See docs/serving.md.
+
+* `serving_default`: `text` string `(batch,)` -> `translation` string
+  `(batch,)` and `score` float32 `(batch,)`, with the search settings
+  fixed at export.
+* `translate_n_best`: `text` `(batch,)`, `beam_size` int32 `()`, `n_best`
+  int32 `()`, `length_penalty` float32 `()` -> `translations` string
+  `(batch, n_best)` and `scores` float32 `(batch, n_best)`, best first.
+  An empty n-best slot (fewer hypotheses exist) is `""` with score
+  `-inf`. `beam_size` is at most `max_beam_size`: shapes are static, so
+  the graph holds one search per beam size from 1 to `max_beam_size`.
+* `align`: `text` `(batch,)` -> `translation`, `score`, `source_tokens`
+  string `(batch, Tx)`, `source_length` int32 `(batch,)`,
+  `target_tokens` string `(batch, T)` (ending with `[EOS]`),
+  `target_length` int32 `(batch,)` and `alignment` float32
+  `(batch, T, Tx)`; padded with `""` and 0 beyond the lengths.
+
+All signatures read text as `Translator` does: a source with no token
+(empty, only spaces or control characters) translates to `""` with score
+0, and only the first `max_source_tokens` tokens of a source are
+translated; invalid UTF-8 bytes (which a Python str cannot hold) become
+U+FFFD. A request of more than `max_batch` sentences fails with
+`INVALID_ARGUMENT` rather than being split into chunks: TF Serving's own
+batching is the place for that.
+
+The artifact is always built on the TensorFlow backend, whatever backend
+trained the weights: a JAX export puts the whole computation into one
+`XlaCallModule` op, which TF Serving runs poorly, and torch cannot export
+a SavedModel here. So when the current backend is not TensorFlow, the
+export runs in a subprocess with `KERAS_BACKEND=tensorflow` that loads the
+run's `.keras` file (the weights load on any backend).
+"""
+
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import keras
+
+from keras_bahdanau import decoding
+from keras_bahdanau import run_directory
+
+SIGNATURES = ("serving_default", "translate_n_best", "align")
+# Read by tools, ignored by TF Serving (assets.extra is for such files).
+METADATA_FILE = "assets.extra/keras_bahdanau.json"
+
+
+def export_saved_model(
+    run_dir,
+    output,
+    version=None,
+    checkpoint="best",
+    overwrite=False,
+    beam_size=5,
+    length_penalty=0.0,
+    coverage_penalty=0.0,
+    max_length=None,
+    max_source_tokens=100,
+    max_batch=64,
+    max_beam_size=8,
+):
+    """Writes a run's model as a TF Serving SavedModel version.
+
+    The version is built in a hidden temporary folder inside `output` and
+    renamed into place, so an interrupted export never leaves a half-written
+    version (TF Serving ignores folders whose name is not a number).
+
+    Args:
+        run_dir: a run directory written by `keras-bahdanau train`.
+        output: the model's folder, e.g. `saved_models/NAME`; created if
+            needed. The SavedModel goes to `output/<version>/`.
+        version: int >= 1, or None for one more than the highest existing
+            version (1 for a new folder).
+        checkpoint: `"best"` or `"last"`.
+        overwrite: whether to replace an existing version.
+        beam_size: int >= 1, the beam of `serving_default` and `align`.
+        length_penalty: GNMT `alpha >= 0` of `serving_default` and
+            `align`; `translate_n_best` takes its own.
+        coverage_penalty: GNMT `beta >= 0` of all three signatures.
+        max_length: int, the most target tokens (EOS included), or None
+            for `2 * Tx + 10` as in `Translator`.
+        max_source_tokens: int >= 1, longer sources are truncated.
+        max_batch: int >= 1, the most sentences per request.
+        max_beam_size: int >= 1, the largest `beam_size` that
+            `translate_n_best` accepts (one search per size in the graph).
+
+    Returns:
+        The `pathlib.Path` of the version folder.
+
+    Example:
+
+    ```python
+    path = export_saved_model("runs/demo", "saved_models/demo")
+    # saved_models/demo/1, served with
+    # docker run -p 8501:8501 --mount type=bind,source=$PWD/saved_models/
+    # demo,target=/models/demo -e MODEL_NAME=demo tensorflow/serving
+    ```
+    """
+    # Fail early, with the run directory's own errors.
+    run_directory.read_config(run_dir)
+    run_directory.model_path(run_dir, checkpoint)
+    settings = _settings(
+        beam_size,
+        length_penalty,
+        coverage_penalty,
+        max_length,
+        max_source_tokens,
+        max_batch,
+        max_beam_size,
+    )
+    if version is not None and (not _is_int(version) or version < 1):
+        raise ValueError(
+            "`version` must be an int >= 1 (TF Serving serves numbered "
+            f"folders) or None. Received: version={version!r}"
+        )
+    output = pathlib.Path(output)
+    if output.exists() and not output.is_dir():
+        raise NotADirectoryError(
+            f"`output` must be a folder (TF Serving's model base path). "
+            f"Received: output={str(output)!r}, a file."
+        )
+    output.mkdir(parents=True, exist_ok=True)
+    if version is None:
+        version = 1 + max(
+            (int(p.name) for p in output.iterdir() if p.name.isdigit()),
+            default=0,
+        )
+    target = output / str(version)
+    if target.exists() and not overwrite:
+        raise FileExistsError(
+            f"{target} already exists. Pass overwrite=True (CLI: "
+            "--overwrite) to replace it, or another version."
+        )
+
+    temporary = pathlib.Path(
+        tempfile.mkdtemp(prefix=f".{version}.partial-", dir=output)
+    )
+    try:
+        build = dict(
+            run_dir=str(run_dir),
+            checkpoint=checkpoint,
+            path=str(temporary),
+            settings=settings,
+        )
+        if keras.backend.backend() == "tensorflow":
+            _write_saved_model(**build)
+        else:
+            _write_in_tensorflow_subprocess(build)
+        # mkdtemp() made it private (0700); a server running as another
+        # user must be able to read the version.
+        temporary.chmod(0o755)
+        _publish(temporary, target)
+    finally:
+        shutil.rmtree(temporary, ignore_errors=True)
+    return target
+
+
+def _settings(
+    beam_size,
+    length_penalty,
+    coverage_penalty,
+    max_length,
+    max_source_tokens,
+    max_batch,
+    max_beam_size,
+):
+    decoding._check_beam_arguments(
+        beam_size, 1, length_penalty, coverage_penalty
+    )
+    if max_length is not None:
+        decoding._check_length_arguments(max_length, None)
+    for name, value in (
+        ("max_source_tokens", max_source_tokens),
+        ("max_batch", max_batch),
+        ("max_beam_size", max_beam_size),
+    ):
+        if not _is_int(value) or value < 1:
+            raise ValueError(
+                f"`{name}` must be an int >= 1. Received: {name}={value!r}"
+            )
+    if beam_size > max_beam_size:
+        raise ValueError(
+            "`beam_size` (the beam of serving_default) must be at most "
+            f"`max_beam_size`. Received: beam_size={beam_size}, "
+            f"max_beam_size={max_beam_size}"
+        )
+    return dict(
+        beam_size=beam_size,
+        length_penalty=float(length_penalty),
+        coverage_penalty=float(coverage_penalty),
+        max_length=max_length,
+        max_source_tokens=max_source_tokens,
+        max_batch=max_batch,
+        max_beam_size=max_beam_size,
+    )
+
+
+def _publish(temporary, target):
+    """Renames the finished version into place (atomic on one filesystem)."""
+    if not target.exists():
+        # Fails rather than merges if another export created it meanwhile.
+        os.rename(temporary, target)
+        return
+    old = pathlib.Path(
+        tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent)
+    )
+    os.rename(target, old / target.name)
+    os.rename(temporary, target)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _write_in_tensorflow_subprocess(build):
+    command = (
+        "import json, sys\n"
+        "from keras_bahdanau import export\n"
+        "export._write_saved_model(**json.loads(sys.argv[1]))\n"
+    )
+    process = subprocess.run(
+        [sys.executable, "-c", command, json.dumps(build)],
+        env={**os.environ, "KERAS_BACKEND": "tensorflow"},
+        capture_output=True,
+        text=True,
+    )
+    if process.returncode:
+        raise RuntimeError(
+            "The export in a KERAS_BACKEND=tensorflow subprocess failed "
+            f"(exit status {process.returncode}):\n" + process.stderr[-4000:]
+        )
+
+
+def _write_saved_model(run_dir, checkpoint, path, settings):
+    """Builds the signatures and writes the SavedModel (TF backend only)."""
+    import tensorflow as tf
+
+    if keras.backend.backend() != "tensorflow":
+        raise RuntimeError(
+            "The SavedModel must be built on the TensorFlow backend. "
+            f"Received: backend={keras.backend.backend()!r}"
+        )
+    model, source, target, config = run_directory.load_run(run_dir, checkpoint)
+    graph = _ServingGraph(model, source, target, **settings)
+    text = tf.TensorSpec([None], tf.string, name="text")
+    input_signatures = {
+        "serving_default": [text],
+        "translate_n_best": [
+            text,
+            tf.TensorSpec([], tf.int32, name="beam_size"),
+            tf.TensorSpec([], tf.int32, name="n_best"),
+            tf.TensorSpec([], tf.float32, name="length_penalty"),
+        ],
+        "align": [text],
+    }
+    functions = {
+        "serving_default": graph.translate,
+        "translate_n_best": graph.translate_n_best,
+        "align": graph.align,
+    }
+    # Traced once each, here. A tf.function handed to `save()` (as
+    # `ExportArchive.write_out()` does) is traced a second time in the
+    # save context, which doubles the export time of the beam searches.
+    signatures = {
+        name: tf.function(
+            function, input_signature=input_signatures[name], autograph=False
+        ).get_concrete_function()
+        for name, function in functions.items()
+    }
+    root = tf.Module()
+    root.model_variables = list(model.variables)
+    # The tokenizers are saved for their lookup tables.
+    root.source_tokenizer = source
+    root.target_tokenizer = target
+    tf.saved_model.save(root, path, signatures=signatures)
+    metadata = {
+        "run_dir": str(pathlib.Path(run_dir).resolve()),
+        "checkpoint": checkpoint,
+        "model": type(model).__name__,
+        "trained_backend": config.get("backend"),
+        "export_backend": keras.backend.backend(),
+        "settings": settings,
+        "signatures": list(SIGNATURES),
+        "versions": {
+            "keras": keras.__version__,
+            "tensorflow": tf.__version__,
+        },
+    }
+    metadata_path = pathlib.Path(path) / METADATA_FILE
+    metadata_path.parent.mkdir(parents=True, exist_ok=True)
+    metadata_path.write_text(json.dumps(metadata, indent=2) + "\n")
+
+
+class _ServingGraph:
+    """The signature functions, for `tf.function` (TF backend only).
+
+    All three signatures call one graph function, `search(source_ids,
+    beam_size, length_penalty)`, that holds one beam search per beam size
+    (shapes are static) and runs the one asked for: traced once, shared.
+    """
+
+    def __init__(
+        self,
+        model,
+        source_tokenizer,
+        target_tokenizer,
+        beam_size,
+        length_penalty,
+        coverage_penalty,
+        max_length,
+        max_source_tokens,
+        max_batch,
+        max_beam_size,
+    ):
+        import tensorflow as tf
+
+        from keras_bahdanau.translator import DEFAULT_RELATIVE_MAX_LENGTH
+
+        self.model = model
+        self.source = source_tokenizer
+        self.target = target_tokenizer
+        self.beam_size = beam_size
+        self.length_penalty = length_penalty
+        self.coverage_penalty = coverage_penalty
+        self.max_source_tokens = max_source_tokens
+        self.max_batch = max_batch
+        self.max_beam_size = max_beam_size
+        if max_length is None:
+            # As `Translator`: at most `a * Tx + b` tokens; the static
+            # length covers the longest (truncated) source.
+            a, b = DEFAULT_RELATIVE_MAX_LENGTH
+            self.max_length = int(a * max_source_tokens + b)
+            self.relative_max_length = DEFAULT_RELATIVE_MAX_LENGTH
+        else:
+            self.max_length = max_length
+            self.relative_max_length = None
+        self.search = tf.function(
+            self._search,
+            input_signature=[
+                tf.TensorSpec([None, None], tf.int32),
+                tf.TensorSpec([], tf.int32),
+                tf.TensorSpec([], tf.float32),
+            ],
+            autograph=False,
+        )
+
+    def translate(self, text):
+        source = self._read(text)
+        result = self.search(source["ids"], self.beam_size, self.length_penalty)
+        return self._best(source, result)
+
+    def translate_n_best(self, text, beam_size, n_best, length_penalty):
+        import tensorflow as tf
+
+        checks = [
+            _check(
+                (beam_size >= 1) & (beam_size <= self.max_beam_size),
+                f"beam_size must be in [1, {self.max_beam_size}] (the "
+                "largest exported beam). Received: beam_size =",
+                beam_size,
+            ),
+            _check(
+                (n_best >= 1) & (n_best <= beam_size),
+                "n_best must be in [1, beam_size]. Received: n_best =",
+                n_best,
+            ),
+            _check(
+                tf.math.is_finite(length_penalty) & (length_penalty >= 0.0),
+                "length_penalty must be a finite number >= 0. Received: "
+                "length_penalty =",
+                length_penalty,
+            ),
+        ]
+        with tf.control_dependencies(checks):
+            source = self._read(text)
+        result = self.search(source["ids"], beam_size, length_penalty)
+        token_ids = result["token_ids"][:, :n_best]  # (batch, n_best, T)
+        shape = tf.shape(token_ids)
+        translations = tf.reshape(
+            self.target.detokenize(tf.reshape(token_ids, [-1, shape[2]])),
+            shape[:2],
+        )  # (batch * n_best, T) -> (batch, n_best)
+        # An empty source has one hypothesis, the empty one, scored 0.
+        empty = tf.equal(source["length"], 0)[:, None]  # (batch, 1)
+        first = tf.equal(tf.range(shape[1]), 0)[None, :]  # (1, n_best)
+        return {
+            "translations": tf.where(empty, "", translations),
+            "scores": tf.where(
+                empty,
+                tf.where(first, 0.0, float("-inf")),
+                result["scores"][:, :n_best],
+            ),  # (batch, n_best)
+        }
+
+    def align(self, text):
+        import tensorflow as tf
+
+        source = self._read(text)
+        result = self.search(source["ids"], self.beam_size, self.length_penalty)
+        empty = tf.equal(source["length"], 0)  # (batch,)
+        target_length = tf.where(empty, 0, result["lengths"][:, 0])
+        width = tf.reduce_max(tf.concat([target_length, [0]], 0))
+        ids = result["token_ids"][:, 0, :width]  # (batch, T)
+        is_target = tf.range(width)[None, :] < target_length[:, None]
+        alignment = result["attention"][:, 0, :width]  # (batch, T, Tx)
+        vocabulary = tf.constant(self.target.get_vocabulary())
+        return {
+            **self._best(source, result),
+            "source_tokens": source["tokens"],  # (batch, Tx)
+            "source_length": source["length"],
+            "target_tokens": tf.where(
+                is_target, tf.gather(vocabulary, ids), ""
+            ),  # (batch, T)
+            "target_length": target_length,
+            "alignment": tf.where(is_target[:, :, None], alignment, 0.0),
+        }
+
+    def _read(self, text):
+        """Checks and tokenizes a batch of text, truncating long sources."""
+        import tensorflow as tf
+
+        check = _check(
+            tf.size(text) <= self.max_batch,
+            f"At most {self.max_batch} sentences per request (max_batch); "
+            "split the request. Received: sentences =",
+            tf.size(text),
+        )
+        with tf.control_dependencies([check]):
+            # Invalid UTF-8 would fail the tokenizer's Unicode ops.
+            text = tf.strings.unicode_transcode(
+                text, "UTF-8", "UTF-8", errors="replace"
+            )
+        ids = self.source.tokenize(text)[:, : self.max_source_tokens]
+        tokens = self.source.tokens(text)[:, : self.max_source_tokens]
+        # At least one column: a model cannot encode zero source positions.
+        shape = tf.stack([ids.nrows(), tf.maximum(ids.bounding_shape(1), 1)])
+        return {
+            "ids": ids.to_tensor(0, shape=shape),  # (batch, Tx)
+            "tokens": tokens.to_tensor("", shape=shape),  # (batch, Tx)
+            "length": tf.cast(ids.row_lengths(), tf.int32),  # (batch,)
+        }
+
+    def _search(self, source_ids, beam_size, length_penalty):
+        """Beam search with a run-time beam size and length penalty.
+
+        Returns the `SearchResult` fields of all `beam_size` hypotheses,
+        padded to `max_beam_size` (empty slots: ids 0, score -inf).
+        """
+        import tensorflow as tf
+
+        def branch(size):
+            def search():
+                result = decoding.beam_search(
+                    self.model,
+                    source_ids,
+                    beam_size=size,
+                    max_length=self.max_length,
+                    relative_max_length=self.relative_max_length,
+                    length_penalty=length_penalty,  # a request input
+                    coverage_penalty=self.coverage_penalty,
+                    n_best=size,
+                )
+                pad = [[0, 0], [0, self.max_beam_size - size]]
+                return {
+                    "token_ids": tf.pad(result.token_ids, pad + [[0, 0]]),
+                    "scores": tf.pad(
+                        result.scores, pad, constant_values=float("-inf")
+                    ),
+                    "lengths": tf.pad(result.lengths, pad),
+                    "attention": tf.pad(result.attention, pad + [[0, 0]] * 2),
+                }
+
+            return search
+
+        # With beam size 1 and no penalties `Translator` runs greedy
+        # search, which beam search with one beam equals.
+        return tf.switch_case(
+            beam_size - 1,
+            [branch(size) for size in range(1, self.max_beam_size + 1)],
+        )
+
+    def _best(self, source, result):
+        import tensorflow as tf
+
+        empty = tf.equal(source["length"], 0)  # (batch,)
+        translation = self.target.detokenize(result["token_ids"][:, 0])
+        return {
+            "translation": tf.where(empty, "", translation),
+            "score": tf.where(empty, 0.0, result["scores"][:, 0]),
+        }
+
+
+def _check(condition, message, value):
+    import tensorflow as tf
+
+    return tf.debugging.Assert(condition, [message, value])
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+# === The `export` command ===
+
+
+def add_arguments(parser):
+    parser.description = (
+        "Write RUN_DIR's model as a TF Serving SavedModel, "
+        "OUTPUT/<version>/, with text-in/text-out signatures "
+        "(serving_default, translate_n_best, align). Built on the "
+        "TensorFlow backend whatever the current one. See docs/serving.md."
+    )
+    parser.add_argument("run_dir", metavar="RUN_DIR", help="run directory")
+    parser.add_argument(
+        "--output",
+        help="model folder (TF Serving base path; default: "
+        "saved_models/<name of RUN_DIR>)",
+    )
+    parser.add_argument(
+        "--version",
+        type=int,
+        help="version number (default: the highest existing one + 1)",
+    )
+    parser.add_argument(
+        "--checkpoint", choices=run_directory.CHECKPOINTS, default="best"
+    )
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace an existing version"
+    )
+    parser.add_argument("--beam-size", type=int, default=5)
+    parser.add_argument(
+        "--length-penalty", type=float, default=0.0, help="GNMT alpha"
+    )
+    parser.add_argument(
+        "--coverage-penalty", type=float, default=0.0, help="GNMT beta"
+    )
+    parser.add_argument(
+        "--max-length",
+        type=int,
+        help="most target tokens (default: 2 * source tokens + 10)",
+    )
+    parser.add_argument(
+        "--max-source-tokens",
+        type=int,
+        default=100,
+        help="longer sources are truncated",
+    )
+    parser.add_argument(
+        "--max-batch",
+        type=int,
+        default=64,
+        help="most sentences per request (more: INVALID_ARGUMENT)",
+    )
+    parser.add_argument(
+        "--max-beam-size",
+        type=int,
+        default=8,
+        help="largest beam_size of translate_n_best",
+    )
+
+
+def run(args):
+    output = args.output or pathlib.Path(
+        "saved_models", pathlib.Path(args.run_dir).resolve().name
+    )
+    path = export_saved_model(
+        args.run_dir,
+        output,
+        version=args.version,
+        checkpoint=args.checkpoint,
+        overwrite=args.overwrite,
+        beam_size=args.beam_size,
+        length_penalty=args.length_penalty,
+        coverage_penalty=args.coverage_penalty,
+        max_length=args.max_length,
+        max_source_tokens=args.max_source_tokens,
+        max_batch=args.max_batch,
+        max_beam_size=args.max_beam_size,
+    )
+    print(path)
+    return 0
+
+
+__all__ = ["METADATA_FILE", "SIGNATURES", "export_saved_model"]

@@ -1,0 +1,731 @@
+"""The TF Serving export, checked the way TF Serving would use it.
+
+No `tensorflow_model_server` binary or Docker engine exists here, so the
+SavedModel is exported once per session (through the CLI; on JAX and torch
+that goes through the TF-backend subprocess) and checked faithfully: its
+op list, `saved_model_cli show --all`, and one fresh process that imports
+only TensorFlow (keras, jax, torch, keras_hub, tensorflow_text and
+keras_bahdanau blocked), loads the SavedModel and runs every request. The
+requests are built by examples/serving_client.py, so they also prove that
+the client's PredictRequests fit the signatures. Outputs are compared with
+`Translator` on the current backend.
+"""
+
+import base64
+import importlib.util
+import json
+import math
+import pathlib
+import subprocess
+import sys
+import threading
+import types
+import warnings
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bahdanau import cli
+from keras_bahdanau import export
+from keras_bahdanau import run_directory
+from keras_bahdanau.data import WordPieceTokenizer
+from keras_bahdanau.data import WordTokenizer
+from keras_bahdanau.models import RNNSearch
+from keras_bahdanau.translator import Translator
+from tests.run_fixture import PAIRS
+from tests.run_fixture import build_run_dir
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+SETTINGS = dict(
+    beam_size=2,
+    length_penalty=0.6,
+    coverage_penalty=0.2,
+    max_source_tokens=8,
+    max_batch=12,
+    max_beam_size=2,
+)
+SENTENCES = [source for source, _ in PAIRS] + [
+    "",
+    # 11 tokens: truncated to `max_source_tokens`.
+    "Der Hund und die Katze schlafen heute im großen Haus.",
+]
+HOSTILE = {
+    "empty": "",
+    "whitespace": " \t\n\u3000\u00a0 ",
+    "long_sentence": "Das Haus ist klein. " * 1250,  # 5,000 words.
+    "invalid_utf8": b"Das \xff\xfe Haus \xc3",
+    "control": "Das\x00Haus\x07ist\x1b[31m klein\x7f.",
+    "emoji": "Das Haus 🏠 ist klein 👍🏽.",
+    "mixed_scripts": "Das Haus дом 家 بيت ist klein.",
+    "long_token": "Donaudampfschifffahrt" * 5000,  # 105,000 letters.
+}
+BANNED_OPS = {"PyFunc", "PyFuncStateless", "EagerPyFunc", "XlaCallModule"}
+# The loader blocks these before importing TensorFlow: an import of any
+# of them raises ImportError, as on a TF Serving machine without them.
+# Custom ops (tf-text) come from their shared libraries, as TF Serving
+# links them: the `tensorflow_text` Python package itself needs keras.
+BLOCKED = (
+    "keras",
+    "jax",
+    "torch",
+    "keras_hub",
+    "tensorflow_text",
+    "tf_keras",
+    "keras_bahdanau",
+)
+LOADER = r"""
+import base64, json, pathlib, sys, time
+BLOCKED = %r
+for name in BLOCKED:
+    sys.modules[name] = None
+import numpy as np
+import tensorflow as tf
+from tensorflow.core.framework import tensor_pb2
+from tensorflow.core.protobuf import saved_model_pb2
+from tensorflow.python.framework import op_def_registry
+
+spec = json.load(sys.stdin)
+saved_model = saved_model_pb2.SavedModel.FromString(
+    pathlib.Path(spec["path"], "saved_model.pb").read_bytes()
+)
+ops = set()
+for meta_graph in saved_model.meta_graphs:
+    ops.update(node.op for node in meta_graph.graph_def.node)
+    for function in meta_graph.graph_def.library.function:
+        ops.update(node.op for node in function.node_def)
+unregistered = sorted(o for o in ops if op_def_registry.get(o) is None)
+for library in spec.get("op_libraries", []):
+    tf.load_op_library(library)
+model = tf.saved_model.load(spec["path"])
+
+
+def spec_of(tensor_spec):
+    return [tensor_spec.dtype.name, tensor_spec.shape.as_list()]
+
+
+def plain(array):
+    if array.dtype == object:  # Strings must be valid UTF-8.
+        return np.vectorize(lambda b: b.decode("utf-8"), otypes=[object])(
+            array
+        ).tolist() if array.size else array.tolist()
+    return array.tolist()
+
+
+results = {
+    "ops": sorted(ops),
+    "unregistered": unregistered,
+    "signatures": {
+        name: {
+            "inputs": {
+                k: spec_of(v)
+                for k, v in function.structured_input_signature[1].items()
+            },
+            "outputs": {
+                k: spec_of(v) for k, v in function.structured_outputs.items()
+            },
+        }
+        for name, function in model.signatures.items()
+    },
+    "calls": {},
+}
+for key, call in spec["calls"].items():
+    inputs = {
+        name: tf.constant(
+            tf.make_ndarray(tensor_pb2.TensorProto.FromString(
+                base64.b64decode(value)
+            ))
+        )
+        for name, value in call["inputs"].items()
+    }
+    start = time.perf_counter()
+    try:
+        outputs = model.signatures[call["signature"]](**inputs)
+        result = {k: plain(v.numpy()) for k, v in outputs.items()}
+    except tf.errors.OpError as error:
+        result = {"error": type(error).__name__, "message": error.message}
+    result["seconds"] = time.perf_counter() - start
+    results["calls"][key] = result
+results["imported"] = [n for n in BLOCKED if sys.modules.get(n) is not None]
+print(json.dumps(results))
+"""
+
+
+def load_serving_client():
+    path = ROOT / "examples" / "serving_client.py"
+    spec = importlib.util.spec_from_file_location("serving_client", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+client = load_serving_client()
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    path = build_run_dir(tmp_path_factory.mktemp("run"))
+    # Random v_a: the fixture's zero v_a gives uniform alignments, which
+    # would hide a transposed or shifted alignment matrix.
+    model = keras.saving.load_model(path / run_directory.BEST_MODEL)
+    (score_vector,) = [v for v in model.weights if "score_vector" in v.path]
+    score_vector.assign(
+        np.random.default_rng(0).normal(size=score_vector.shape) * 3.0
+    )
+    model.save(path / run_directory.BEST_MODEL)
+    return path
+
+
+def request(signature, texts, **scalars):
+    """A call for the loader, given as the client's gRPC request inputs."""
+    predict_request = client.grpc_request(
+        texts, "translator", signature, **scalars
+    )
+    return {
+        "signature": signature,
+        "inputs": {
+            name: base64.b64encode(tensor.SerializeToString()).decode()
+            for name, tensor in predict_request.inputs.items()
+        },
+    }
+
+
+CALLS = {
+    "translate": request("serving_default", SENTENCES),
+    "align": request("align", SENTENCES),
+    "n_best": request(
+        "translate_n_best", SENTENCES, beam_size=2, n_best=2, length_penalty=0
+    ),
+    "one_beam": request(
+        "translate_n_best", SENTENCES, beam_size=1, n_best=1, length_penalty=1
+    ),
+    "no_sentences": request("serving_default", []),
+    "hostile": request("serving_default", list(HOSTILE.values())),
+    "hostile_align": request("align", list(HOSTILE.values())),
+    **{
+        f"hostile_{name}": request("serving_default", [text])
+        for name, text in HOSTILE.items()
+    },
+    "too_many": request("serving_default", ["Das ist gut."] * 13),
+    "beam_too_large": request(
+        "translate_n_best", ["Das"], beam_size=3, n_best=1, length_penalty=0
+    ),
+    "n_best_too_large": request(
+        "translate_n_best", ["Das"], beam_size=1, n_best=2, length_penalty=0
+    ),
+    "negative_length_penalty": request(
+        "translate_n_best", ["Das"], beam_size=1, n_best=1, length_penalty=-1
+    ),
+}
+HOSTILE_TEXTS = [text for text in HOSTILE.values() if isinstance(text, str)]
+DEFAULT_OPTIONS = {
+    key: SETTINGS[key]
+    for key in ("beam_size", "length_penalty", "coverage_penalty")
+}
+N_BEST_OPTIONS = {
+    "n_best": dict(beam_size=2, n_best=2, length_penalty=0.0),
+    "one_beam": dict(beam_size=1, n_best=1, length_penalty=1.0),
+}
+
+
+def load_and_call(path, calls, op_libraries=()):
+    """Runs `calls` on the SavedModel in a fresh TensorFlow-only process."""
+    process = subprocess.run(
+        [sys.executable, "-c", LOADER % (BLOCKED,)],
+        input=json.dumps(
+            {
+                "path": str(path),
+                "calls": calls,
+                "op_libraries": list(op_libraries),
+            }
+        ),
+        capture_output=True,
+        text=True,
+        cwd=path,  # Not the repository: keras_bahdanau is not on the path.
+        timeout=600,
+    )
+    assert process.returncode == 0, process.stderr[-3000:]
+    return json.loads(process.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def session(run_dir, tmp_path_factory):
+    """Exports once, then checks it out of process while `Translator` runs.
+
+    A background thread runs the export (on JAX and torch: a subprocess),
+    then `saved_model_cli` and the TensorFlow-only loader side by side;
+    meanwhile this thread computes what `Translator` gives for the same
+    requests. Returns a namespace with `path`, `served` (the loader's
+    results), `cli` (the `saved_model_cli` process and its output) and
+    `expected`.
+    """
+    output = tmp_path_factory.mktemp("saved_models") / "translator"
+    arguments = ["export", str(run_dir), "--output", str(output)]
+    for name, value in SETTINGS.items():
+        arguments += ["--" + name.replace("_", "-"), str(value)]
+    result = types.SimpleNamespace(path=output / "1")
+    if keras.backend.backend() == "tensorflow":
+        # In this process: its tracing must not race the Translator's.
+        assert cli.main(arguments) == 0
+
+    def check_out_of_process():
+        if keras.backend.backend() != "tensorflow":
+            assert cli.main(arguments) == 0
+        show = subprocess.Popen(
+            ["saved_model_cli", "show", "--dir", str(result.path), "--all"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        result.served = load_and_call(result.path, CALLS)
+        result.cli = (show, *show.communicate(timeout=600))
+
+    errors = []
+
+    def run():
+        try:
+            check_out_of_process()
+        except BaseException as error:  # Re-raised in the main thread.
+            errors.append(error)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    model, source, target, _ = run_directory.load_run(run_dir)
+    translator = Translator(
+        model, source, target, max_source_length=SETTINGS["max_source_tokens"]
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # Truncation.
+        result.expected = {
+            "translate": translator.translate(
+                SENTENCES + HOSTILE_TEXTS,
+                return_attention=True,
+                **DEFAULT_OPTIONS,
+            ),
+            **{
+                key: translator.translate(
+                    SENTENCES, **{**DEFAULT_OPTIONS, **options}
+                )
+                for key, options in N_BEST_OPTIONS.items()
+            },
+        }
+    thread.join()
+    if errors:
+        raise errors[0]
+    return result
+
+
+@pytest.fixture(scope="module")
+def served(session):
+    return session.served
+
+
+def test_layout_and_metadata(session):
+    exported = session.path
+    assert exported.name == "1"
+    assert exported.stat().st_mode & 0o777 == 0o755  # Not mkdtemp's 0700.
+    assert (exported / "saved_model.pb").is_file()
+    assert (exported / "variables").is_dir()
+    # Nothing half-written is left next to the version.
+    assert [p.name for p in exported.parent.iterdir()] == ["1"]
+    metadata = json.loads((exported / export.METADATA_FILE).read_text())
+    # Built on TensorFlow whatever the backend of this process.
+    assert metadata["export_backend"] == "tensorflow"
+    assert metadata["settings"] == {**SETTINGS, "max_length": None}
+    assert metadata["signatures"] == list(export.SIGNATURES)
+
+
+def test_only_core_tensorflow_ops(served):
+    ops = set(served["ops"])
+    assert not ops & BANNED_OPS
+    # Registered by `import tensorflow` alone: no custom op library needed.
+    assert served["unregistered"] == []
+    assert {"While", "LookupTableFindV2", "UnicodeTranscode"} <= ops
+    # A loaded SavedModel must not have pulled in a blocked package.
+    assert served["imported"] == []
+
+
+def test_signatures_are_batch_major(served):
+    signatures = served["signatures"]
+    assert set(signatures) == set(export.SIGNATURES)
+    assert signatures["serving_default"] == {
+        "inputs": {"text": ["string", [None]]},
+        "outputs": {
+            "translation": ["string", [None]],
+            "score": ["float32", [None]],
+        },
+    }
+    assert signatures["translate_n_best"] == {
+        "inputs": {
+            "text": ["string", [None]],
+            "beam_size": ["int32", []],
+            "n_best": ["int32", []],
+            "length_penalty": ["float32", []],
+        },
+        "outputs": {
+            "translations": ["string", [None, None]],
+            "scores": ["float32", [None, None]],
+        },
+    }
+    outputs = signatures["align"]["outputs"]
+    assert outputs["alignment"] == ["float32", [None, None, None]]
+    assert outputs["source_tokens"] == outputs["target_tokens"]
+    assert outputs["source_length"] == ["int32", [None]]
+
+
+def test_saved_model_cli_lists_the_signatures(session):
+    process, stdout, stderr = session.cli
+    assert process.returncode == 0, stderr[-3000:]
+    for name in export.SIGNATURES:
+        assert f"signature_def['{name}']" in stdout
+    for name, dtype in [
+        ("inputs['text']", "DT_STRING"),
+        ("inputs['beam_size']", "DT_INT32"),
+        ("outputs['translation']", "DT_STRING"),
+        ("outputs['alignment']", "DT_FLOAT"),
+    ]:
+        assert f"{name} tensor_info:\n        dtype: {dtype}" in stdout
+
+
+def test_serving_default_equals_translator(session):
+    result = session.served["calls"]["translate"]
+    expected = session.expected["translate"][: len(SENTENCES)]
+    assert result["translation"] == [t.text for t in expected]
+    np.testing.assert_allclose(
+        result["score"], [t.score for t in expected], atol=1e-4
+    )
+    assert result["translation"][len(PAIRS)] == ""  # The empty sentence.
+    assert result["score"][len(PAIRS)] == 0.0
+
+
+@pytest.mark.parametrize("key", sorted(N_BEST_OPTIONS))
+def test_translate_n_best_equals_translator(session, key):
+    result = session.served["calls"][key]
+    n_best = N_BEST_OPTIONS[key]["n_best"]
+    expected = session.expected[key]
+    if n_best == 1:
+        expected = [[translation] for translation in expected]
+    for i, hypotheses in enumerate(expected):
+        texts, scores = result["translations"][i], result["scores"][i]
+        assert len(texts) == len(scores) == n_best
+        assert texts[: len(hypotheses)] == [h.text for h in hypotheses]
+        np.testing.assert_allclose(
+            scores[: len(hypotheses)], [h.score for h in hypotheses], atol=1e-4
+        )
+        # Empty n-best slots (the empty sentence has one hypothesis).
+        assert set(texts[len(hypotheses) :]) <= {""}
+        assert set(scores[len(hypotheses) :]) <= {-math.inf}
+    assert result["scores"][len(PAIRS)] == [0.0] + [-math.inf] * (n_best - 1)
+
+
+def test_align_equals_translator_attention(session):
+    result = session.served["calls"]["align"]
+    expected = session.expected["translate"][: len(SENTENCES)]
+    alignment = np.array(result["alignment"])  # (batch, T, Tx)
+    assert alignment.shape == (
+        len(SENTENCES),
+        max(result["target_length"]),
+        len(result["source_tokens"][0]),
+    )
+    for i, translation in enumerate(expected):
+        source_length = result["source_length"][i]
+        target_length = result["target_length"][i]
+        source_tokens = result["source_tokens"][i]
+        target_tokens = result["target_tokens"][i]
+        assert source_tokens[:source_length] == translation.source_tokens
+        assert target_tokens[:target_length] == translation.target_tokens
+        assert set(source_tokens[source_length:]) <= {""}
+        assert set(target_tokens[target_length:]) <= {""}
+        assert result["translation"][i] == translation.text
+        np.testing.assert_allclose(
+            alignment[i, :target_length, :source_length],
+            translation.attention,
+            atol=1e-5,
+        )
+        assert not alignment[i, target_length:].any()
+        assert not alignment[i, :, source_length:].any()
+    long = len(SENTENCES) - 1
+    assert result["source_length"][long] == SETTINGS["max_source_tokens"]
+
+
+def test_hostile_input_gives_defined_results(session):
+    calls = session.served["calls"]
+    batch = calls["hostile"]
+    expected = dict(
+        zip(
+            HOSTILE_TEXTS,
+            session.expected["translate"][len(SENTENCES) :],
+            strict=True,
+        )
+    )
+    for i, (name, text) in enumerate(HOSTILE.items()):
+        single = calls[f"hostile_{name}"]
+        assert "error" not in single, (name, single)
+        # Bounded time: sources are truncated to max_source_tokens.
+        assert single["seconds"] < 60, name
+        assert math.isfinite(single["score"][0]), name
+        assert single["translation"] == [batch["translation"][i]], name
+        np.testing.assert_allclose(
+            single["score"], [batch["score"][i]], atol=1e-4
+        )
+        if isinstance(text, str):
+            assert single["translation"] == [expected[text].text], name
+    names = list(HOSTILE)
+    assert batch["translation"][names.index("empty")] == ""
+    assert batch["translation"][names.index("whitespace")] == ""
+    aligned = calls["hostile_align"]
+    lengths = dict(zip(names, aligned["source_length"], strict=True))
+    assert lengths["long_sentence"] == SETTINGS["max_source_tokens"]
+    assert lengths["long_token"] == 1
+    # Invalid bytes become U+FFFD (a symbol, so a token of its own).
+    row = aligned["source_tokens"][names.index("invalid_utf8")]
+    assert row[: lengths["invalid_utf8"]] == [
+        "Das",
+        "\ufffd",
+        "\ufffd",
+        "Haus",
+        "\ufffd",
+    ]
+
+
+def test_limits_fail_with_clear_errors(served):
+    calls = served["calls"]
+    assert calls["no_sentences"]["translation"] == []
+    for key, message in [
+        ("too_many", "At most 12 sentences per request"),
+        ("beam_too_large", "beam_size must be in [1, 2]"),
+        ("n_best_too_large", "n_best must be in [1, beam_size]"),
+        ("negative_length_penalty", "length_penalty must be a finite"),
+    ]:
+        assert calls[key]["error"] == "InvalidArgumentError", key
+        assert message in calls[key]["message"], key
+
+
+def test_client_requests_match_the_signatures(served):
+    signatures = served["signatures"]
+    for name, signature in signatures.items():
+        scalars = {}
+        if name == "translate_n_best":
+            scalars = dict(beam_size=2, n_best=1, length_penalty=0.5)
+        predict_request = client.grpc_request(
+            ["Das Haus.", "Hallo"], "translator", name, version=1, **scalars
+        )
+        assert predict_request.model_spec.name == "translator"
+        assert predict_request.model_spec.signature_name == name
+        assert predict_request.model_spec.version.value == 1
+        assert set(predict_request.inputs) == set(signature["inputs"])
+        for key, (dtype, shape) in signature["inputs"].items():
+            tensor = predict_request.inputs[key]
+            assert tf.dtypes.as_dtype(tensor.dtype).name == dtype, key
+            dims = [d.size for d in tensor.tensor_shape.dim]
+            assert tf.TensorShape(shape).is_compatible_with(dims), key
+        # The same bytes parse back into the same message.
+        assert (
+            type(predict_request).FromString(
+                predict_request.SerializeToString()
+            )
+            == predict_request
+        )
+
+        body = client.rest_request(["Das."], name, **scalars)
+        body = json.loads(json.dumps(body))
+        assert body["signature_name"] == name
+        if "instances" in body:  # Row format: every input is batch-major.
+            shapes = [shape for _, shape in signature["inputs"].values()]
+            assert all(shape[:1] == [None] for shape in shapes)
+            for instance in body["instances"]:
+                assert set(instance) == set(signature["inputs"])
+            continue
+        # Columnar format, for the scalar inputs of translate_n_best.
+        columns = body["inputs"]
+        assert set(columns) == set(signature["inputs"])
+        for key, (dtype, shape) in signature["inputs"].items():
+            assert np.ndim(columns[key]) == len(shape), key
+            value = columns[key][0] if shape else columns[key]
+            kind = {"string": str, "int32": int, "float32": float}[dtype]
+            assert type(value) is kind, key
+
+
+def test_client_sends_bytes_base64_encoded_over_rest():
+    body = client.rest_request([b"Das \xff", "Haus"])
+    first, second = body["instances"]
+    assert base64.b64decode(first["text"]["b64"]) == b"Das \xff"
+    assert second == {"text": "Haus"}
+
+
+def test_client_rejects_bad_requests():
+    with pytest.raises(ValueError, match="not one string"):
+        client.rest_request("Das Haus.")
+    with pytest.raises(ValueError, match="signature_name='translate'"):
+        client.rest_request(["Das"], "translate")
+    with pytest.raises(ValueError, match="translate_n_best needs"):
+        client.grpc_request(["Das"], "m", "translate_n_best", beam_size=2)
+    with pytest.raises(ValueError, match="translate_n_best only"):
+        client.rest_request(["Das"], beam_size=2)
+
+
+# === Versions and atomicity, with a stand-in for the (slow) build ===
+
+
+@pytest.fixture
+def fake_build(monkeypatch):
+    """Replaces the SavedModel build by writing one marker file."""
+    builds = []
+
+    def write(run_dir, checkpoint, path, settings):
+        builds.append(path)
+        (pathlib.Path(path) / "saved_model.pb").write_text(str(len(builds)))
+        if settings["max_batch"] == 13:  # Stands for an interruption.
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(export, "_write_saved_model", write)
+    monkeypatch.setattr(
+        export, "_write_in_tensorflow_subprocess", lambda build: write(**build)
+    )
+    return builds
+
+
+def marker(path):
+    return (path / "saved_model.pb").read_text()
+
+
+def test_versions_count_up_and_are_not_overwritten(
+    run_dir, tmp_path, fake_build
+):
+    output = tmp_path / "model"
+    assert export.export_saved_model(run_dir, output) == output / "1"
+    assert export.export_saved_model(run_dir, output) == output / "2"
+    assert export.export_saved_model(run_dir, output, version=7).name == "7"
+    assert export.export_saved_model(run_dir, output).name == "8"
+    with pytest.raises(FileExistsError, match="--overwrite"):
+        export.export_saved_model(run_dir, output, version=2)
+    assert marker(output / "2") == "2"
+    export.export_saved_model(run_dir, output, version=2, overwrite=True)
+    assert marker(output / "2") == "5"
+    assert sorted(p.name for p in output.iterdir()) == ["1", "2", "7", "8"]
+
+
+def test_an_interrupted_export_leaves_no_version(run_dir, tmp_path, fake_build):
+    output = tmp_path / "model"
+    export.export_saved_model(run_dir, output)
+    for version in (None, 1):
+        with pytest.raises(KeyboardInterrupt):
+            export.export_saved_model(
+                run_dir, output, version=version, overwrite=True, max_batch=13
+            )
+    # The partial builds were removed; version 1 is untouched.
+    assert [p.name for p in output.iterdir()] == ["1"]
+    assert marker(output / "1") == "1"
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        (dict(version=0), ValueError, "version=0"),
+        (dict(version="2"), ValueError, "version='2'"),
+        (dict(max_batch=0), ValueError, "max_batch=0"),
+        (dict(max_source_tokens=1.5), ValueError, "max_source_tokens=1.5"),
+        (dict(beam_size=9), ValueError, "beam_size=9, max_beam_size=8"),
+        (dict(length_penalty=-1.0), ValueError, "length_penalty=-1.0"),
+        (dict(max_length=0), ValueError, "max_length=0"),
+        (dict(checkpoint="first"), ValueError, "checkpoint='first'"),
+    ],
+)
+def test_bad_arguments_raise_clear_errors(
+    run_dir, tmp_path, fake_build, kwargs, error, message
+):
+    with pytest.raises(error, match=message):
+        export.export_saved_model(run_dir, tmp_path / "model", **kwargs)
+    assert fake_build == []
+
+
+def test_bad_paths_raise_clear_errors(run_dir, tmp_path, fake_build):
+    with pytest.raises(FileNotFoundError, match="not a run directory"):
+        export.export_saved_model(tmp_path, tmp_path / "model")
+    (tmp_path / "file").write_text("")
+    with pytest.raises(NotADirectoryError, match="must be a folder"):
+        export.export_saved_model(run_dir, tmp_path / "file")
+
+
+@pytest.mark.large
+def test_a_wordpiece_source_needs_only_tf_text_ops(tmp_path):
+    run_dir = tmp_path / "run"
+    sources = [source for source, _ in PAIRS]
+    source = WordPieceTokenizer.from_texts(sources * 10, 100)
+    target = WordTokenizer.from_texts([target for _, target in PAIRS])
+    source.save(run_dir / run_directory.SOURCE_VOCABULARY)
+    target.save(run_dir / run_directory.TARGET_VOCABULARY)
+    model = RNNSearch(
+        source.vocabulary_size,
+        target.vocabulary_size,
+        embedding_dim=8,
+        hidden_dim=8,
+        maxout_dim=4,
+        initialization="glorot",
+    )
+    model.save(run_dir / run_directory.BEST_MODEL)
+    (run_dir / run_directory.CONFIG).write_text("{}")
+    path = export.export_saved_model(
+        run_dir, tmp_path / "wordpiece", **SETTINGS
+    )
+    text_ops = pathlib.Path(
+        importlib.util.find_spec("tensorflow_text").submodule_search_locations[
+            0
+        ],
+        "python",
+        "ops",
+    )
+    served = load_and_call(
+        path,
+        {"translate": request("serving_default", sources + [""])},
+        op_libraries=sorted(map(str, text_ops.glob("*.so"))),
+    )
+    assert served["unregistered"] == ["FastWordpieceTokenizeWithOffsets"]
+    assert not set(served["ops"]) & BANNED_OPS
+    translator = Translator(model, source, target, max_source_length=8)
+    expected = translator.translate(sources + [""], **DEFAULT_OPTIONS)
+    result = served["calls"]["translate"]
+    assert result["translation"] == [t.text for t in expected]
+
+
+def test_a_failed_subprocess_export_raises_with_its_stderr(monkeypatch):
+    runs = []
+
+    def fail(command, **kwargs):
+        runs.append(kwargs["env"]["KERAS_BACKEND"])
+        return subprocess.CompletedProcess(command, 1, "", "ValueError: bad")
+
+    monkeypatch.setattr(export.subprocess, "run", fail)
+    with pytest.raises(
+        RuntimeError, match="(?s)exit status 1.*ValueError: bad"
+    ):
+        export._write_in_tensorflow_subprocess({})
+    assert runs == ["tensorflow"]
+
+
+def test_command_line_defaults(run_dir, tmp_path, monkeypatch, capsys):
+    calls = []
+
+    def record(run_dir, output, **kwargs):
+        calls.append((run_dir, output, kwargs))
+        return pathlib.Path(output, "1")
+
+    monkeypatch.setattr(export, "export_saved_model", record)
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["export", str(run_dir)]) == 0
+    ((_, output, kwargs),) = calls
+    assert output == pathlib.Path("saved_models", run_dir.name)
+    assert kwargs == dict(
+        version=None,
+        checkpoint="best",
+        overwrite=False,
+        beam_size=5,
+        length_penalty=0.0,
+        coverage_penalty=0.0,
+        max_length=None,
+        max_source_tokens=100,
+        max_batch=64,
+        max_beam_size=8,
+    )
+    assert capsys.readouterr().out.strip() == str(output / "1")
