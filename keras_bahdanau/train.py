@@ -426,6 +426,15 @@ def train(config):
         ),
         keras.callbacks.TensorBoard(run_dir / rd.TENSORBOARD),
     ]
+    # fit() deletes the backup when it ends; a last model without one is a
+    # finished run (e.g. killed during the final evaluation): evaluate only.
+    finished = (run_dir / rd.LAST_MODEL).is_file() and not (
+        run_dir / rd.BACKUP
+    ).exists()
+    if finished:
+        print(f"Training in {run_dir} already finished; evaluating only.")
+        evaluate_run(run_dir, splits, config["evaluation"])
+        return run_dir
     model.fit(
         datasets["train"],
         validation_data=datasets["dev"],
