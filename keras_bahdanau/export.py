@@ -529,23 +529,11 @@ def add_arguments(parser):
         help="version number (default: the highest existing one + 1)",
     )
     parser.add_argument(
-        "--checkpoint", choices=run_directory.CHECKPOINTS, default="best"
-    )
-    parser.add_argument(
         "--overwrite", action="store_true", help="replace an existing version"
     )
-    parser.add_argument("--beam-size", type=int, default=5)
-    parser.add_argument(
-        "--length-penalty", type=float, default=0.0, help="GNMT alpha"
-    )
-    parser.add_argument(
-        "--coverage-penalty", type=float, default=0.0, help="GNMT beta"
-    )
-    parser.add_argument(
-        "--max-length",
-        type=int,
-        help="most target tokens (default: 2 * source tokens + 10)",
-    )
+    from keras_bahdanau.translator import add_decoding_arguments
+
+    add_decoding_arguments(parser)  # --checkpoint, --beam-size, ...
     parser.add_argument(
         "--max-source-tokens",
         type=int,

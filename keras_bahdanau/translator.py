@@ -673,8 +673,8 @@ plot_attention_command = types.SimpleNamespace(
 # === Shared by the commands (also used by `evaluate`) ===
 
 
-def add_search_arguments(parser):
-    """Flags shared by `translate`, `plot-attention` and `evaluate`."""
+def add_decoding_arguments(parser):
+    """Checkpoint and search flags, shared with `export`."""
     parser.add_argument(
         "--checkpoint", choices=run_directory.CHECKPOINTS, default="best"
     )
@@ -691,6 +691,11 @@ def add_search_arguments(parser):
         default=None,
         help="most target tokens (default: 2 * source tokens + 10)",
     )
+
+
+def add_search_arguments(parser):
+    """Flags shared by `translate`, `plot-attention` and `evaluate`."""
+    add_decoding_arguments(parser)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument(
         "--max-source-length",
