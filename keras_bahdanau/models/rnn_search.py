@@ -9,10 +9,8 @@ from keras_bahdanau.layers.maxout_dense import MaxoutDense
 from keras_bahdanau.models.rnn_search_presets import RNN_SEARCH_PRESETS
 from keras_bahdanau.models.translation_model import TranslationModel
 from keras_bahdanau.models.translation_model import check_positive_int
-from keras_bahdanau.models.translation_model import check_vocabulary_size
+from keras_bahdanau.models.translation_model import check_rnn_arguments
 from keras_bahdanau.models.translation_model import paper_initializers
-
-READOUT_STATES = ("previous", "current")
 
 
 @keras.saving.register_keras_serializable(package="keras_bahdanau")
@@ -95,22 +93,17 @@ class RNNSearch(TranslationModel):
         dtype=None,
         **kwargs,
     ):
-        check_vocabulary_size("source_vocabulary_size", source_vocabulary_size)
-        check_vocabulary_size("target_vocabulary_size", target_vocabulary_size)
-        check_positive_int("embedding_dim", embedding_dim)
-        check_positive_int("hidden_dim", hidden_dim)
-        check_positive_int("maxout_dim", maxout_dim)
+        check_rnn_arguments(
+            source_vocabulary_size,
+            target_vocabulary_size,
+            embedding_dim,
+            hidden_dim,
+            maxout_dim,
+            readout_state,
+            dropout,
+        )
         if attention_dim is not None:
             check_positive_int("attention_dim", attention_dim)
-        if readout_state not in READOUT_STATES:
-            raise ValueError(
-                f"`readout_state` must be one of {READOUT_STATES}. "
-                f"Received: readout_state={readout_state!r}"
-            )
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(
-                f"`dropout` must be in [0, 1). Received: dropout={dropout}"
-            )
         init = paper_initializers(initialization)
         n = hidden_dim
         # Layers are attached to `self` after `super().__init__()` (the torch

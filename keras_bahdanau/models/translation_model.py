@@ -25,6 +25,35 @@ def check_vocabulary_size(name, value):
         )
 
 
+READOUT_STATES = ("previous", "current")
+
+
+def check_rnn_arguments(
+    source_vocabulary_size,
+    target_vocabulary_size,
+    embedding_dim,
+    hidden_dim,
+    maxout_dim,
+    readout_state,
+    dropout,
+):
+    """Checks the constructor arguments RNNSearch and RNNEncDec share."""
+    check_vocabulary_size("source_vocabulary_size", source_vocabulary_size)
+    check_vocabulary_size("target_vocabulary_size", target_vocabulary_size)
+    check_positive_int("embedding_dim", embedding_dim)
+    check_positive_int("hidden_dim", hidden_dim)
+    check_positive_int("maxout_dim", maxout_dim)
+    if readout_state not in READOUT_STATES:
+        raise ValueError(
+            f"`readout_state` must be one of {READOUT_STATES}. "
+            f"Received: readout_state={readout_state!r}"
+        )
+    if not 0.0 <= dropout < 1.0:
+        raise ValueError(
+            f"`dropout` must be in [0, 1). Received: dropout={dropout}"
+        )
+
+
 def paper_initializers(initialization, seed=None):
     """Initializers for `"paper"` or `"glorot"` initialization.
 
