@@ -33,6 +33,24 @@ TENSORBOARD = "tensorboard"
 BACKUP = "backup"
 RESULTS = "results.json"
 CHECKPOINTS = ("best", "last")
+# Bumped when the layout or meaning of a run directory changes; readers
+# refuse a run written in a format they do not know.
+FORMAT_VERSION = 1
+
+
+def write_config(run_dir, config):
+    """Writes the resolved config, stamped with versions, atomically."""
+    from keras_bahdanau import __version__
+
+    stamped = {
+        **config,
+        "format_version": FORMAT_VERSION,
+        "keras_bahdanau_version": __version__,
+        "backend": keras.backend.backend(),
+        "keras_version": keras.__version__,
+    }
+    atomic_write_text(Path(run_dir) / CONFIG, json.dumps(stamped, indent=2))
+    return stamped
 
 
 def read_config(run_dir):

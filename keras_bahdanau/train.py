@@ -394,13 +394,7 @@ def train(config):
     # BackupAndRestore needs a built model and optimizer.
     model.optimizer.build(model.trainable_variables)
 
-    resolved = {
-        **config,
-        "backend": keras.backend.backend(),
-        "keras_version": keras.__version__,
-        "parameters": model.count_params(),
-    }
-    rd.atomic_write_text(run_dir / rd.CONFIG, json.dumps(resolved, indent=2))
+    rd.write_config(run_dir, {**config, "parameters": model.count_params()})
     print(
         f"{config['model']['architecture']} with {model.count_params():,} "
         f"parameters on the {keras.backend.backend()} backend; run directory "

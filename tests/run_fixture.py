@@ -15,7 +15,6 @@ def run_dir(tmp_path_factory):
 ```
 """
 
-import json
 import pathlib
 
 import keras
@@ -106,13 +105,9 @@ def build_run_dir(path, fit_epochs=0, seed=0):
                 f"training.seed={seed}",
             ]
         ),
-        "backend": keras.backend.backend(),
-        "keras_version": keras.__version__,
         "parameters": model.count_params(),
     }
-    (path / run_directory.CONFIG).write_text(
-        json.dumps(config, indent=2) + "\n", encoding="utf-8"
-    )
+    run_directory.write_config(path, config)
     return path
 
 
