@@ -201,21 +201,29 @@ def peak_rss_mb():
 
 
 def time_steps(train_step, warmup, steps):
-    """Runs `warmup` then `steps` steps; returns (warm-up s, step times)."""
+    """Runs `warmup` then `steps` steps.
+
+    Returns (warm-up s, step wall times, step CPU times of this process,
+    the loss of every step). CPU time counts all threads, so on a shared
+    machine it shows the work done where wall time also shows the wait.
+    """
+    losses = []
     start = time.perf_counter()
     for _ in range(warmup):
-        train_step()
+        losses.append(train_step())
     warmup_s = time.perf_counter() - start
-    times = []
+    times, cpu_times = [], []
     for _ in range(steps):
-        start = time.perf_counter()
-        train_step()
+        start, cpu_start = time.perf_counter(), time.process_time()
+        losses.append(train_step())
         times.append(time.perf_counter() - start)
-    return warmup_s, times
+        cpu_times.append(time.process_time() - cpu_start)
+    return warmup_s, times, cpu_times, losses
 
 
-def throughput_fields(times, warmup_s, tokens_per_step, flop, args):
-    """Timing, throughput and utilisation fields of the JSON line."""
+def throughput_fields(timed, tokens_per_step, flop, args):
+    """Timing, throughput, utilisation and loss fields of the JSON line."""
+    times = timed.pop("times")
     step_s = statistics.median(times)
     tokens_per_s = tokens_per_step / step_s
     tflops = flop * tokens_per_s / 1e12
@@ -224,10 +232,15 @@ def throughput_fields(times, warmup_s, tokens_per_step, flop, args):
         "step_ms": round(1e3 * step_s, 1),
         "step_ms_min": round(1e3 * min(times), 1),
         "step_ms_max": round(1e3 * max(times), 1),
-        "warmup_s": round(warmup_s, 1),
+        "step_cpu_ms": round(
+            1e3 * statistics.median(timed.pop("cpu_times")), 1
+        ),
+        "warmup_s": round(timed.pop("warmup_s"), 1),
         "tokens_per_s": round(tokens_per_s, 1),
         "achieved_tflops": round(tflops, 4),
         "utilisation": (None if utilisation is None else round(utilisation, 4)),
+        # Same seed, same batch: equal before and after an optimisation.
+        "losses": [round(float(loss), 6) for loss in timed.pop("losses")],
     }
 
 
@@ -294,16 +307,20 @@ def time_keras(args, sizes):
 
     def train_step():
         # Returns the loss as NumPy, so the step has finished on any device.
-        model.train_on_batch(inputs, labels)
+        return model.train_on_batch(inputs, labels)
 
     print(f"timing Keras ({keras.backend.backend()})...", file=sys.stderr)
-    warmup_s, times = time_steps(train_step, args.warmup, args.steps)
+    warmup_s, times, cpu_times, losses = time_steps(
+        train_step, args.warmup, args.steps
+    )
     device, peak_memory = keras_device_and_peak_memory()
     return {
         "device": device,
         "params": model.count_params(),
         "jit_compile": model.jit_compile,
         "times": times,
+        "cpu_times": cpu_times,
+        "losses": losses,
         "warmup_s": warmup_s,
         "peak_memory_mb": round(peak_memory, 1),
         "rss_before_training_mb": round(memory_before, 1),
@@ -440,11 +457,12 @@ def time_reference(args, sizes):
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         scaler.step(optimizer)
         scaler.update()
-        if device == "cuda":
-            torch.cuda.synchronize()
+        return loss.item()  # waits for the device
 
     print("timing the PyTorch reference...", file=sys.stderr)
-    warmup_s, times = time_steps(train_step, args.warmup, args.steps)
+    warmup_s, times, cpu_times, losses = time_steps(
+        train_step, args.warmup, args.steps
+    )
     if device == "cuda":
         name = torch.cuda.get_device_name()
         peak_memory = torch.cuda.max_memory_allocated() / 2**20
@@ -457,6 +475,8 @@ def time_reference(args, sizes):
         "interop_threads": torch.get_num_interop_threads(),
         "torch_version": torch.__version__,
         "times": times,
+        "cpu_times": cpu_times,
+        "losses": losses,
         "warmup_s": warmup_s,
         "peak_memory_mb": round(peak_memory, 1),
         "rss_before_training_mb": round(memory_before, 1),
@@ -483,12 +503,14 @@ REFERENCE_FIELDS = (
     "step_ms",
     "step_ms_min",
     "step_ms_max",
+    "step_cpu_ms",
     "warmup_s",
     "tokens_per_s",
     "achieved_tflops",
     "utilisation",
     "peak_memory_mb",
     "rss_before_training_mb",
+    "losses",
 )
 
 
@@ -522,12 +544,12 @@ def main(argv=None):
             "backend": keras.backend.backend(),
             "keras_version": keras.__version__,
         }
-    times, warmup_s = timed.pop("times"), timed.pop("warmup_s")
+    throughput = throughput_fields(timed, tokens_per_step, flop, args)
     record = {
         **framework,
         **common,
         **timed,
-        **throughput_fields(times, warmup_s, tokens_per_step, flop, args),
+        **throughput,
         "peak_tflops": args.peak_tflops,
     }
     if not args.reference_sizes:

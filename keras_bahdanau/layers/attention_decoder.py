@@ -7,9 +7,10 @@ from keras_bahdanau.layers.attention_gru_cell import AttentionGRUCell
 class AttentionDecoder(keras.layers.Layer):
     """Runs `AttentionGRUCell` over a target sequence with `keras.layers.RNN`.
 
-    Computes the keys `U_a h_j` once per sentence (A.1.2), hands them with
-    the annotations to the cell, and runs the recurrence over the embedded
-    decoder inputs `E y_0, ..., E y_{Ty-1}` starting from `s_0`.
+    Computes the keys `U_a h_j` (A.1.2) and the context terms `C h_j` once
+    per sentence and the input terms `W E y_{i-1}` of all steps in one
+    product (`AttentionGRUCell.precompute` and `project_inputs`), then runs
+    the recurrence over the steps starting from `s_0`.
 
     The loop runs without a target mask: padded target positions come after
     every real one, so they cannot change a real position's output, and the
@@ -76,10 +77,12 @@ class AttentionDecoder(keras.layers.Layer):
         self.cell.build(inputs_shape[:1] + inputs_shape[2:])
 
     def call(self, inputs, annotations, initial_state, source_mask):
-        keys = self.cell.attention.compute_keys(annotations)  # once/sentence
-        self.cell.set_memory(annotations, keys, source_mask)
+        self.cell.set_memory(self.cell.precompute(annotations, source_mask))
         try:
-            outputs = self.rnn(inputs, initial_state=[initial_state])
+            outputs = self.rnn(
+                self.cell.project_inputs(inputs),  # (b, Ty, m) -> (b, Ty, 3n)
+                initial_state=[initial_state],
+            )
         finally:
             self.cell.clear_memory()
         return outputs

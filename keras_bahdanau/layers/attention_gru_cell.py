@@ -25,12 +25,19 @@ class AttentionGRUCell(keras.layers.Layer):
     old state, while `keras.layers.GRUCell` keeps `z` of it. The gates have a
     bias (the paper omits biases "to make the equations less cluttered").
 
+    Two kinds of terms are computed outside the recurrence, once, as large
+    batched products: per sentence, `precompute` gives the keys `U_a h_j`
+    (A.1.2) and `[C_z; C_r; C] h_j`, so that the context terms of the gates
+    are `sum_j alpha_ij (C h_j)` (equal to `C c_i` by linearity); for all
+    target steps at once, `project_inputs` gives `[W_z; W_r; W] E y_{i-1}
+    + b`. Inside the loop only the products with `s_{i-1}` remain.
+
     The cell is used inside `keras.layers.RNN` by `AttentionDecoder`, which
-    computes the keys `U_a h_j` once per sentence and hands the annotations
-    to the cell with `set_memory` right before running the loop (Keras 3's
-    `RNN` has no `constants=` argument). Decoding calls `step` directly, which
-    is a pure function of its arguments and also returns the alignment
-    weights for beam search and plots.
+    hands it the precomputed memory with `set_memory` right before running
+    the loop (Keras 3's `RNN` has no `constants=` argument) and feeds it the
+    projected inputs. Decoding calls `step` directly, which is a pure
+    function of its arguments and also returns the alignment weights for
+    beam search and plots.
 
     Args:
         units: int, size `n` of the decoder state.
@@ -46,7 +53,7 @@ class AttentionGRUCell(keras.layers.Layer):
         **kwargs: base layer arguments.
 
     Call arguments (inside `keras.layers.RNN`):
-        inputs: `(batch, m)`, the embedding `E y_{i-1}` of the previous word.
+        inputs: `(batch, 3 * units)`, `project_inputs(E y_{i-1})`.
         states: list with one `(batch, units)` tensor, `s_{i-1}`.
 
     Returns:
@@ -59,10 +66,10 @@ class AttentionGRUCell(keras.layers.Layer):
     >>> cell = AttentionGRUCell(16, context_dim=12)
     >>> cell.build((None, 8))
     >>> annotations = np.random.rand(2, 5, 12).astype("float32")
-    >>> keys = cell.attention.compute_keys(annotations)
+    >>> memory = cell.precompute(annotations)
     >>> state, context, alpha = cell.step(
-    ...     np.zeros((2, 8), "float32"), np.zeros((2, 16), "float32"),
-    ...     annotations, keys)
+    ...     cell.project_inputs(np.zeros((2, 8), "float32")),
+    ...     np.zeros((2, 16), "float32"), memory)
     >>> tuple(state.shape), tuple(context.shape), tuple(alpha.shape)
     ((2, 16), (2, 12), (2, 5))
 
@@ -132,22 +139,49 @@ class AttentionGRUCell(keras.layers.Layer):
         )
         self.attention.build([(None, n), (None, None, self.context_dim)])
 
-    def set_memory(self, annotations, keys, source_mask):
-        """Hands one batch's annotations to the cell for an `RNN` run."""
-        self._memory = (annotations, keys, source_mask)
+    def precompute(self, annotations, source_mask=None):
+        """The per-sentence terms of every step, computed once.
+
+        Args:
+            annotations: `(batch, Tx, context_dim)`, `h_j`.
+            source_mask: optional bool `(batch, Tx)`, False on padding.
+
+        Returns:
+            The memory `step` attends to: a dict with `annotations`, `keys`
+            `U_a h_j` `(batch, Tx, attention_units)`,
+            `projected_annotations` `[C_z; C_r; C] h_j` `(batch, Tx, 3n)`
+            and `source_mask`.
+        """
+        return {
+            "annotations": annotations,
+            "keys": self.attention.compute_keys(annotations),
+            "projected_annotations": ops.matmul(
+                annotations, self.context_kernel
+            ),
+            "source_mask": source_mask,
+        }
+
+    def project_inputs(self, inputs):
+        """`[W_z; W_r; W] E y_{i-1} + b`: `(..., m) -> (..., 3n)`.
+
+        Takes one step's inputs or all steps' at once.
+        """
+        return ops.matmul(inputs, self.kernel) + self.bias
+
+    def set_memory(self, memory):
+        """Hands one batch's `precompute` output to the cell for an `RNN`."""
+        self._memory = memory
 
     def clear_memory(self):
         self._memory = None
 
-    def step(self, inputs, state, annotations, keys, source_mask=None):
+    def step(self, projected_inputs, state, memory):
         """One decoder step; pure, for search and tests.
 
         Args:
-            inputs: `(batch, m)`, `E y_{i-1}`.
+            projected_inputs: `(batch, 3n)`, `project_inputs(E y_{i-1})`.
             state: `(batch, units)`, `s_{i-1}`.
-            annotations: `(batch, Tx, context_dim)`, `h_j`.
-            keys: `(batch, Tx, attention_units)`, `U_a h_j`.
-            source_mask: optional bool `(batch, Tx)`.
+            memory: dict from `precompute`.
 
         Returns:
             `(s_i, c_i, alpha_i)` with shapes `(batch, units)`,
@@ -156,16 +190,20 @@ class AttentionGRUCell(keras.layers.Layer):
         n = self.units
         state = ops.convert_to_tensor(state, self.compute_dtype)
         context, alpha = self.attention(
-            [state, annotations, keys],
-            mask=[None, source_mask],
+            [state, memory["annotations"], memory["keys"]],
+            mask=[None, memory["source_mask"]],
             return_attention_scores=True,
         )
-        # (batch, 3n) each: input, context and bias terms of all three gates.
-        x = (
-            ops.matmul(inputs, self.kernel)
-            + ops.matmul(context, self.context_kernel)
-            + self.bias
+        # C c_i = sum_j alpha_ij (C h_j): (b, 1, Tx) @ (b, Tx, 3n) -> (b, 3n).
+        context_terms = ops.squeeze(
+            ops.matmul(
+                ops.expand_dims(ops.cast(alpha, self.compute_dtype), 1),
+                memory["projected_annotations"],
+            ),
+            1,
         )
+        # (batch, 3n) each: input, context and bias terms of all three gates.
+        x = projected_inputs + context_terms
         recurrent = ops.matmul(state, self.recurrent_kernel[:, : 2 * n])
         z = ops.sigmoid(x[:, :n] + recurrent[:, :n])
         r = ops.sigmoid(x[:, n : 2 * n] + recurrent[:, n:])
@@ -180,11 +218,12 @@ class AttentionGRUCell(keras.layers.Layer):
         if self._memory is None:
             raise RuntimeError(
                 "AttentionGRUCell has no annotations to attend to. Run it "
-                "through `AttentionDecoder`, or call `set_memory(annotations, "
-                "keys, source_mask)` inside the same call as `RNN(...)`."
+                "through `AttentionDecoder`, or call "
+                "`set_memory(cell.precompute(annotations, source_mask))` "
+                "inside the same call as `RNN(...)`."
             )
         state = states[0] if isinstance(states, (list, tuple)) else states
-        new_state, context, _ = self.step(inputs, state, *self._memory)
+        new_state, context, _ = self.step(inputs, state, self._memory)
         return ops.concatenate([new_state, context], axis=-1), [new_state]
 
     def get_config(self):

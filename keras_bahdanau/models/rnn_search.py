@@ -240,20 +240,16 @@ class RNNSearch(TranslationModel):
             max_length: unused (RNN decoders need no target buffer).
 
         Returns:
-            dict with `annotations` (batch, Tx, 2n), `keys` `U_a h_j`
-            (batch, Tx, n'), `source_mask` bool (batch, Tx) and `state`
-            `s_0` (batch, n).
+            dict with `annotations` (batch, Tx, 2n), the decoder's
+            per-sentence terms (`keys` `U_a h_j`, `projected_annotations`
+            `C h_j`; see `AttentionGRUCell.precompute`), `source_mask` bool
+            (batch, Tx) and `state` `s_0` (batch, n).
         """
         source_ids = ops.convert_to_tensor(source_ids, "int32")
         source_mask = ops.not_equal(source_ids, 0)
         annotations, state = self._encode(self, source_ids, source_mask)
-        keys = self.decoder.cell.attention.compute_keys(annotations)
-        return {
-            "annotations": annotations,
-            "keys": keys,
-            "source_mask": source_mask,
-            "state": state,
-        }
+        memory = self.decoder.cell.precompute(annotations, source_mask)
+        return {**memory, "state": state}
 
     def decode_step(self, cache, previous_ids, step=None):
         """One decoder step: the decoder cell of A.2.2 and the readout.
@@ -269,12 +265,9 @@ class RNNSearch(TranslationModel):
         """
         embedded = self.target_embedding(previous_ids)  # (b,) -> (b, m)
         previous_state = cache["state"]
-        state, context, attention = self.decoder.cell.step(
-            embedded,
-            previous_state,
-            cache["annotations"],
-            cache["keys"],
-            cache["source_mask"],
+        cell = self.decoder.cell
+        state, context, attention = cell.step(
+            cell.project_inputs(embedded), previous_state, cache
         )
         readout_state = (
             previous_state if self.readout_state == "previous" else state

@@ -30,9 +30,10 @@ def test_step_matches_equations():
     cell.build((None, 6))
     _randomize(cell)
     state = np.random.default_rng(2).normal(size=(3, 7)).astype("float32")
-    keys = cell.attention.compute_keys(annotations)
     new_state, context, alpha = cell.step(
-        embedded[:, 0], state, annotations, keys, mask
+        cell.project_inputs(embedded[:, 0]),
+        state,
+        cell.precompute(annotations, mask),
     )
     expected = decoder_step(cell, embedded[:, 0], state, annotations, mask)
     np.testing.assert_allclose(to_numpy(new_state), expected[0], atol=1e-5)
