@@ -15,12 +15,18 @@ REST needs only the standard library. gRPC needs `grpcio` and
 `tensorflow-serving-api`; without the latter, `grpc_request()` still builds
 a wire-compatible `PredictRequest` from TensorFlow's own protobuf classes
 (enough to inspect or serialize it, not to send it).
+
+The server refuses a request over the limits fixed at export (sentences
+per request, tokens per sentence; see docs/serving.md): `send_rest()` and
+`send_grpc()` then raise `ServingError` with the server's message, e.g.
+"At most 100 tokens per sentence (max_source_tokens) ...".
 """
 
 import argparse
 import base64
 import json
 import sys
+import urllib.error
 import urllib.request
 
 # The exported signatures and their inputs (see keras_bahdanau/export.py).
@@ -223,25 +229,54 @@ def _fallback_predict_request_class():
     )
 
 
+class ServingError(RuntimeError):
+    """The server refused a request; the message is the server's."""
+
+
 def send_rest(url, body, timeout=60):
-    """POSTs a JSON body to `url`; returns the decoded JSON response."""
+    """POSTs a JSON body to `url`; returns the decoded JSON response.
+
+    Raises:
+        ServingError: the server answered with an HTTP error (e.g. 400 for
+            a request over a limit), with its `"error"` message.
+    """
     data = json.dumps(body).encode("utf-8")
     http_request = urllib.request.Request(
         url, data=data, headers={"Content-Type": "application/json"}
     )
-    with urllib.request.urlopen(http_request, timeout=timeout) as response:
-        return json.loads(response.read().decode("utf-8"))
+    try:
+        with urllib.request.urlopen(http_request, timeout=timeout) as response:
+            return json.loads(response.read().decode("utf-8"))
+    except urllib.error.HTTPError as error:
+        text = error.read().decode("utf-8", "replace")
+        try:
+            message = json.loads(text)["error"]
+        except (ValueError, KeyError, TypeError):
+            message = text
+        raise ServingError(
+            f"{url} answered HTTP {error.code}: {message}"
+        ) from None
 
 
 def send_grpc(target, request, timeout=60):
-    """Sends a `PredictRequest` to `host:port`; returns numpy outputs."""
+    """Sends a `PredictRequest` to `host:port`; returns numpy outputs.
+
+    Raises:
+        ServingError: the server refused the request (e.g.
+            `INVALID_ARGUMENT` for a request over a limit).
+    """
     import grpc
     import tensorflow as tf
     from tensorflow_serving.apis import prediction_service_pb2_grpc
 
     with grpc.insecure_channel(target) as channel:
         stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
-        response = stub.Predict(request, timeout=timeout)
+        try:
+            response = stub.Predict(request, timeout=timeout)
+        except grpc.RpcError as error:
+            raise ServingError(
+                f"{target} answered {error.code().name}: {error.details()}"
+            ) from None
     return {
         name: tf.make_ndarray(tensor)
         for name, tensor in response.outputs.items()
@@ -311,6 +346,14 @@ def main(argv=None):
         "--dry-run", action="store_true", help="print the request only"
     )
     args = parser.parse_args(argv)
+    try:
+        return _run(args)
+    except ServingError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+
+
+def _run(args):
     signature = args.signature or (
         "translate_n_best" if args.n_best else "serving_default"
     )

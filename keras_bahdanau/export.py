@@ -23,11 +23,15 @@ a server needs no Python and no keras_bahdanau. See docs/serving.md.
 
 All signatures read text as `Translator` does: a source with no token
 (empty, only spaces or control characters) translates to `""` with score
-0, and only the first `max_source_tokens` tokens of a source are
-translated; invalid UTF-8 bytes (which a Python str cannot hold) become
-U+FFFD. A request of more than `max_batch` sentences fails with
-`INVALID_ARGUMENT` rather than being split into chunks: TF Serving's own
-batching is the place for that.
+0; invalid UTF-8 bytes (which a Python str cannot hold) become U+FFFD.
+Two limits, fixed at export and recorded in `METADATA_FILE`, bound what
+one request can cost (the search's memory grows with both): a request of
+more than `max_batch` sentences, or with a sentence of more than
+`max_source_tokens` tokens, fails with `INVALID_ARGUMENT` and a message
+naming the limit. Nothing is truncated or split: a long sentence is
+refused, like `Translator(max_source_length=max_source_tokens,
+long_sources="error")` refuses it, and TF Serving's own batching is the
+place to split requests.
 
 The artifact is always built on the TensorFlow backend, whatever backend
 trained the weights: a JAX export puts the whole computation into one
@@ -89,8 +93,10 @@ def export_saved_model(
         coverage_penalty: GNMT `beta >= 0` of all three signatures.
         max_length: int, the most target tokens (EOS included), or None
             for `2 * Tx + 10` as in `Translator`.
-        max_source_tokens: int >= 1, longer sources are truncated.
-        max_batch: int >= 1, the most sentences per request.
+        max_source_tokens: int >= 1, the most tokens a sentence may have;
+            a request with a longer one fails with `INVALID_ARGUMENT`.
+        max_batch: int >= 1, the most sentences per request; a larger
+            request fails with `INVALID_ARGUMENT`.
         max_beam_size: int >= 1, the largest `beam_size` that
             `translate_n_best` accepts (one search per size in the graph).
 
@@ -106,9 +112,6 @@ def export_saved_model(
     # demo,target=/models/demo -e MODEL_NAME=demo tensorflow/serving
     ```
     """
-    # Fail early, with the run directory's own errors.
-    run_directory.read_config(run_dir)
-    run_directory.model_path(run_dir, checkpoint)
     settings = _settings(
         beam_size,
         length_penalty,
@@ -123,6 +126,9 @@ def export_saved_model(
             "`version` must be an int >= 1 (TF Serving serves numbered "
             f"folders) or None. Received: version={version!r}"
         )
+    # Fail early, with the run directory's own errors (missing, damaged
+    # or mismatched files), before a subprocess is started.
+    run_directory.check_run(run_dir, checkpoint)
     output = pathlib.Path(output)
     if output.exists() and not output.is_dir():
         raise NotADirectoryError(
@@ -219,11 +225,19 @@ def _publish(temporary, target):
     shutil.rmtree(old, ignore_errors=True)
 
 
+# Precedes the message of a RunDirectoryError in the subprocess's stderr.
+_RUN_DIRECTORY_ERROR = "keras_bahdanau.run_directory.RunDirectoryError: "
+
+
 def _write_in_tensorflow_subprocess(build):
     command = (
         "import json, sys\n"
-        "from keras_bahdanau import export\n"
-        "export._write_saved_model(**json.loads(sys.argv[1]))\n"
+        "from keras_bahdanau import export, run_directory\n"
+        "try:\n"
+        "    export._write_saved_model(**json.loads(sys.argv[1]))\n"
+        "except run_directory.RunDirectoryError as error:\n"
+        f"    sys.stderr.write({_RUN_DIRECTORY_ERROR!r} + str(error))\n"
+        "    sys.exit(3)\n"
     )
     process = subprocess.run(
         [sys.executable, "-c", command, json.dumps(build)],
@@ -231,6 +245,11 @@ def _write_in_tensorflow_subprocess(build):
         capture_output=True,
         text=True,
     )
+    if process.returncode == 3 and _RUN_DIRECTORY_ERROR in process.stderr:
+        # E.g. a model file refused by safe_mode: the same error as on
+        # the TensorFlow backend, not a subprocess failure.
+        message = process.stderr.rsplit(_RUN_DIRECTORY_ERROR, 1)[1]
+        raise run_directory.RunDirectoryError(message)
     if process.returncode:
         raise RuntimeError(
             "The export in a KERAS_BACKEND=tensorflow subprocess failed "
@@ -334,7 +353,7 @@ class _ServingGraph:
         self.max_beam_size = max_beam_size
         if max_length is None:
             # As `Translator`: at most `a * Tx + b` tokens; the static
-            # length covers the longest (truncated) source.
+            # length covers the longest source allowed.
             a, b = DEFAULT_RELATIVE_MAX_LENGTH
             self.max_length = int(a * max_source_tokens + b)
             self.relative_max_length = DEFAULT_RELATIVE_MAX_LENGTH
@@ -423,7 +442,12 @@ class _ServingGraph:
         }
 
     def _read(self, text):
-        """Checks and tokenizes a batch of text, truncating long sources."""
+        """Checks and tokenizes a batch of text.
+
+        Refuses (INVALID_ARGUMENT) a request of more than `max_batch`
+        sentences or with a sentence of more than `max_source_tokens`
+        tokens: they bound what one request may cost.
+        """
         import tensorflow as tf
 
         check = _check(
@@ -437,15 +461,30 @@ class _ServingGraph:
             text = tf.strings.unicode_transcode(
                 text, "UTF-8", "UTF-8", errors="replace"
             )
-        ids = self.source.tokenize(text)[:, : self.max_source_tokens]
-        tokens = self.source.tokens(text)[:, : self.max_source_tokens]
-        # At least one column: a model cannot encode zero source positions.
-        shape = tf.stack([ids.nrows(), tf.maximum(ids.bounding_shape(1), 1)])
-        return {
-            "ids": ids.to_tensor(0, shape=shape),  # (batch, Tx)
-            "tokens": tokens.to_tensor("", shape=shape),  # (batch, Tx)
-            "length": tf.cast(ids.row_lengths(), tf.int32),  # (batch,)
-        }
+        ids = self.source.tokenize(text)
+        length = tf.cast(ids.row_lengths(), tf.int32)  # (batch,)
+        # The first sentence over the limit, if any: (0 or 1,).
+        too_long = tf.cast(tf.where(length > self.max_source_tokens), "int32")
+        too_long = too_long[:1, 0]
+        check = _check(
+            tf.size(too_long) == 0,
+            f"At most {self.max_source_tokens} tokens per sentence "
+            "(max_source_tokens); split or shorten the sentence. Received: "
+            "sentence (0-based), tokens =",
+            tf.stack([too_long, tf.gather(length, too_long)], axis=1),
+        )
+        # Nothing downstream (the search) runs before the check passes.
+        with tf.control_dependencies([check]):
+            tokens = self.source.tokens(text)
+            # At least one column: a model cannot encode zero positions.
+            shape = tf.stack(
+                [ids.nrows(), tf.maximum(ids.bounding_shape(1), 1)]
+            )
+            return {
+                "ids": ids.to_tensor(0, shape=shape),  # (batch, Tx)
+                "tokens": tokens.to_tensor("", shape=shape),  # (batch, Tx)
+                "length": tf.identity(length),  # (batch,)
+            }
 
     def _search(self, source_ids, beam_size, length_penalty):
         """Beam search with a run-time beam size and length penalty.
@@ -538,7 +577,7 @@ def add_arguments(parser):
         "--max-source-tokens",
         type=int,
         default=100,
-        help="longer sources are truncated",
+        help="most tokens per sentence (more: INVALID_ARGUMENT)",
     )
     parser.add_argument(
         "--max-batch",

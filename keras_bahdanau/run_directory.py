@@ -13,12 +13,19 @@ RUN_DIR/
   results.json         dev/test BLEU at the end of training
 ```
 
-Model files are loaded with Keras `safe_mode=True`: they hold configs and
-weights, never code or pickles.
+`load_run` refuses, with a `RunDirectoryError` (a `ValueError`) that names
+the file and what to do, a run written in a format this version does not
+read (`format_version` in config.json), a truncated or corrupted file, and
+vocabularies that do not belong to the model; a missing file raises
+`FileNotFoundError`. Model files are loaded with Keras `safe_mode=True`:
+they hold configs and weights, never code or pickles; one that asks to run
+code (a `Lambda` layer) is refused. See docs/security.md.
 """
 
 import json
 import os
+import zipfile
+import zlib
 from pathlib import Path
 
 import keras
@@ -53,15 +60,75 @@ def write_config(run_dir, config):
     return stamped
 
 
+class RunDirectoryError(ValueError):
+    """A run directory, or a file in it, that cannot be read.
+
+    The message names the file and what to do. Missing files raise
+    `FileNotFoundError` instead.
+    """
+
+
 def read_config(run_dir):
+    """Reads `config.json`, refusing a run of an unknown format.
+
+    Raises:
+        FileNotFoundError: `run_dir` has no `config.json`.
+        RunDirectoryError: the file is not a JSON object, or the run was
+            written by a keras_bahdanau whose run format this one does not
+            read (`format_version` missing, i.e. older, or another value
+            than `FORMAT_VERSION`).
+    """
     path = Path(run_dir) / CONFIG
     if not path.is_file():
         raise FileNotFoundError(
             f"{run_dir} is not a run directory: {path} is missing. Train one "
             "with `keras-bahdanau train --config CONFIG --run-dir RUN_DIR`."
         )
-    with open(path, encoding="utf-8") as file:
-        return json.load(file)
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise RunDirectoryError(
+            f"{path} is damaged: it is not UTF-8 JSON ({error}). Copy the "
+            "run directory again from where it was trained."
+        ) from None
+    if not isinstance(config, dict):
+        raise RunDirectoryError(
+            f"{path} is damaged: it holds a JSON {type(config).__name__}, "
+            "not an object. Copy the run directory again from where it was "
+            "trained."
+        )
+    _check_format_version(path, config)
+    return config
+
+
+def _check_format_version(path, config):
+    version = config.get("format_version")
+    written_by = config.get("keras_bahdanau_version")
+    if _is_int(version) and version == FORMAT_VERSION:
+        return
+    from keras_bahdanau import __version__
+
+    if version is None:
+        raise RunDirectoryError(
+            f"{path} has no `format_version`: the run was written by a "
+            "keras_bahdanau older than run format 1, which this one "
+            f"(keras_bahdanau {__version__}, run format {FORMAT_VERSION}) "
+            "does not read. Train it again with this version, or use the "
+            "version that wrote it."
+        )
+    if _is_int(version) and version > FORMAT_VERSION:
+        raise RunDirectoryError(
+            f"{path} is run format {version}, written by keras_bahdanau "
+            f"{written_by or '(unknown version)'}; this keras_bahdanau "
+            f"({__version__}) reads run format {FORMAT_VERSION} only. "
+            "Upgrade keras_bahdanau to read it."
+        )
+    raise RunDirectoryError(
+        f"{path} has an unknown `format_version`: {version!r} (this "
+        f"keras_bahdanau, {__version__}, reads run format "
+        f"{FORMAT_VERSION}). Copy the run directory again from where it "
+        "was trained, or train it again."
+    )
 
 
 def model_path(run_dir, checkpoint="best"):
@@ -79,31 +146,223 @@ def model_path(run_dir, checkpoint="best"):
     return path
 
 
+def check_run(run_dir, checkpoint="best"):
+    """Checks a run directory without building its model.
+
+    Everything `load_run` checks except the deserialization itself: the
+    config and its format version, that the model file is a complete,
+    uncorrupted `.keras` archive, and that both vocabularies load and
+    match the model's vocabulary sizes (read from the archive's config).
+    Cheap: the weights are read only to verify their checksums.
+
+    Args:
+        run_dir: a directory written by `keras-bahdanau train`.
+        checkpoint: `"best"` or `"last"`.
+
+    Returns:
+        `(config, source_tokenizer, target_tokenizer)`.
+
+    Raises:
+        FileNotFoundError: a file of the run is missing.
+        RunDirectoryError: a file is damaged, of an unknown format, or
+            does not belong with the others.
+    """
+    config = read_config(run_dir)
+    path = model_path(run_dir, checkpoint)
+    model_config = _read_keras_archive(path)
+    source = _load_vocabulary(run_dir, SOURCE_VOCABULARY)
+    target = _load_vocabulary(run_dir, TARGET_VOCABULARY)
+    # The constructor arguments, as Keras writes them: {"config": {...}}.
+    arguments = (
+        model_config.get("config") if isinstance(model_config, dict) else None
+    )
+    arguments = arguments if isinstance(arguments, dict) else {}
+    for side, tokenizer in (("source", source), ("target", target)):
+        size = arguments.get(f"{side}_vocabulary_size")
+        if not _is_int(size):
+            raise RunDirectoryError(
+                f"{path} is not a keras_bahdanau translation model: its "
+                f"config has no `{side}_vocabulary_size`. A run's model "
+                "files are written by `keras-bahdanau train`."
+            )
+        _check_vocabulary_size(run_dir, side, tokenizer, size)
+    return config, source, target
+
+
 def load_run(run_dir, checkpoint="best"):
     """Loads `(model, source_tokenizer, target_tokenizer, config)`.
 
-    Raises a clear error if the directory is not a run directory, or if the
-    vocabularies do not match the model's embedding sizes.
+    The model is loaded with Keras `safe_mode=True` and without its
+    training configuration (`compile=False`: the model is for inference;
+    compile it again to train it). A model file that would run Python code
+    on loading (a `Lambda` layer, a class outside Keras and the registered
+    ones) is refused.
+
+    Raises:
+        FileNotFoundError: `run_dir` is not a run directory, or a file of
+            it is missing.
+        RunDirectoryError: a file is truncated or corrupted, the run was
+            written in a run format this version does not read, the
+            vocabularies do not match the model, or the model file is not
+            a safe keras_bahdanau model.
     """
+    config, source, target = check_run(run_dir, checkpoint)
+    path = model_path(run_dir, checkpoint)
+    try:
+        model = keras.saving.load_model(path, compile=False, safe_mode=True)
+    except MemoryError:
+        raise
+    except Exception as error:
+        # The reason is kept in the message; the backend's traceback is
+        # not: it is deep and says nothing about what to do.
+        raise RunDirectoryError(_load_error_message(path, error)) from None
+    missing = [
+        name
+        for name in (
+            "encode",
+            "decode_step",
+            "source_vocabulary_size",
+            "target_vocabulary_size",
+        )
+        if not hasattr(model, name)
+    ]
+    if missing:
+        raise RunDirectoryError(
+            f"{path} holds a {type(model).__name__}, not a translation model "
+            f"(it lacks {missing}; see docs/model_protocol.md). A run's "
+            "model files are written by `keras-bahdanau train`."
+        )
+    for side, tokenizer in (("source", source), ("target", target)):
+        size = getattr(model, f"{side}_vocabulary_size")
+        _check_vocabulary_size(run_dir, side, tokenizer, size)
+    return model, source, target, config
+
+
+# A `.keras` archive of Keras 3 holds config.json and one of these.
+_KERAS_WEIGHTS = ("model.weights.h5", "model.weights.npz")
+# Keras writes members uncompressed; a member that would expand more than
+# this (and past the floor) is a decompression bomb, refused unread.
+_MAX_EXPANSION = 100
+_EXPANSION_FLOOR_BYTES = 1 << 20
+
+
+def _read_keras_archive(path):
+    """Checks that `path` is a complete `.keras` zip; returns its config.
+
+    Keras reads a `.keras` file only if it is a zip archive (anything
+    else with that name is refused, and the legacy HDF5 loader, which
+    ignores `safe_mode`, is never reached). The checksum of every member
+    is verified, so a truncated or bit-flipped file fails here with its
+    name rather than deep in h5py, or not at all; a member that would
+    expand far beyond its stored size is refused before it is read.
+    """
+    damaged = f"{path} is truncated or corrupted (not a complete .keras archive"
+    fix = (
+        "Copy it again from where it was trained, use the other checkpoint "
+        "(--checkpoint best|last), or train again."
+    )
+    try:
+        with zipfile.ZipFile(path) as archive:
+            bombs = [
+                f"{info.filename} ({info.file_size} bytes stored in "
+                f"{info.compress_size})"
+                for info in archive.infolist()
+                if info.file_size
+                > max(
+                    _EXPANSION_FLOOR_BYTES, _MAX_EXPANSION * info.compress_size
+                )
+            ]
+            if bombs:
+                raise RunDirectoryError(
+                    f"{path} is not a model file keras_bahdanau reads: "
+                    f"{bombs} would expand more than {_MAX_EXPANSION}x (a "
+                    "decompression bomb). `keras-bahdanau train` never "
+                    "writes such a file (see docs/security.md)."
+                )
+            names = set(archive.namelist())
+            bad_member = archive.testzip()
+            missing = [n for n in ["config.json"] if n not in names]
+            if not names & set(_KERAS_WEIGHTS):
+                missing.append(_KERAS_WEIGHTS[0])
+            config = None if missing else archive.read("config.json")
+    except (zipfile.BadZipFile, EOFError, OSError, zlib.error) as error:
+        raise RunDirectoryError(f"{damaged}: {error}). {fix}") from None
+    if bad_member is not None:
+        raise RunDirectoryError(
+            f"{damaged}: member {bad_member!r} fails its checksum). {fix}"
+        )
+    if missing:
+        raise RunDirectoryError(f"{damaged}: it lacks {missing}). {fix}")
+    try:
+        return json.loads(config.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise RunDirectoryError(
+            f"{damaged}: its config.json is not UTF-8 JSON, {error}). {fix}"
+        ) from None
+
+
+def _load_error_message(path, error):
+    reason = f"{type(error).__name__}: {error}"
+    if len(reason) > 500:  # Keras appends whole configs to some errors.
+        reason = reason[:500] + " [...]"
+    if "safe_mode" in str(error) or "disallowed" in str(error):
+        return (
+            f"{path} asks to run Python code on loading (e.g. a `Lambda` "
+            "layer), which keras_bahdanau refuses: model files are loaded "
+            "with Keras safe_mode=True and hold configs and weights only. "
+            "`keras-bahdanau train` never writes such a file: do not use "
+            f"this run (see docs/security.md). Keras said: {reason}"
+        )
+    return (
+        f"{path} could not be loaded as a keras_bahdanau model ({reason}). "
+        "It may be damaged (copy it again from where it was trained), "
+        "written by a newer keras_bahdanau or Keras (upgrade), or not "
+        "written by `keras-bahdanau train` at all (see docs/security.md)."
+    )
+
+
+def _load_vocabulary(run_dir, name):
     from keras_bahdanau.data import load_tokenizer
 
-    config = read_config(run_dir)
-    model = keras.saving.load_model(
-        model_path(run_dir, checkpoint), safe_mode=True
-    )
-    source = load_tokenizer(Path(run_dir) / SOURCE_VOCABULARY)
-    target = load_tokenizer(Path(run_dir) / TARGET_VOCABULARY)
-    for side, tokenizer, size in (
-        ("source", source, model.source_vocabulary_size),
-        ("target", target, model.target_vocabulary_size),
-    ):
-        if tokenizer.vocabulary_size != size:
-            raise ValueError(
-                f"The {side} vocabulary in {run_dir} has "
-                f"{tokenizer.vocabulary_size} tokens but the model expects "
-                f"{size}: the vocabulary does not belong to this model."
-            )
-    return model, source, target, config
+    path = Path(run_dir) / name
+    if not path.is_dir():
+        raise FileNotFoundError(
+            f"{path} is missing: a run directory holds the vocabularies it "
+            "was trained with. Copy the run directory again from where it "
+            "was trained."
+        )
+    try:
+        return load_tokenizer(path)
+    except FileNotFoundError as error:
+        raise FileNotFoundError(
+            f"The vocabulary {path} is incomplete ({error}). Copy the run "
+            "directory again from where it was trained."
+        ) from None
+    except (ValueError, KeyError, TypeError, OSError) as error:
+        # ValueError includes UnicodeDecodeError and JSONDecodeError.
+        raise RunDirectoryError(
+            f"The vocabulary {path} is damaged ({type(error).__name__}: "
+            f"{error}). Copy the run directory again from where it was "
+            "trained."
+        ) from None
+
+
+def _check_vocabulary_size(run_dir, side, tokenizer, size):
+    if tokenizer.vocabulary_size != size:
+        raise RunDirectoryError(
+            f"The {side} vocabulary {Path(run_dir) / _VOCABULARIES[side]} "
+            f"has {tokenizer.vocabulary_size} tokens but the model expects "
+            f"{size}: the vocabulary does not belong to this model. Use "
+            "the vocabularies the model was trained with (copy the run "
+            "directory again from where it was trained)."
+        )
+
+
+_VOCABULARIES = {"source": SOURCE_VOCABULARY, "target": TARGET_VOCABULARY}
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def atomic_write_text(path, text):

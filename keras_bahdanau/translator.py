@@ -41,6 +41,8 @@ from keras_bahdanau.data.vocabulary import join_words
 
 # Without `max_length`, sentence `i` may have `2 * Tx_i + 10` tokens.
 DEFAULT_RELATIVE_MAX_LENGTH = (2.0, 10)
+# What `Translator` does with a source over `max_source_length` tokens.
+LONG_SOURCES = ("truncate", "error")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -90,8 +92,13 @@ class Translator:
       string, `score = log_prob = 0.0`, no tokens and a `(0, 0)` attention.
     * A source with more than `max_source_length` tokens is truncated to
       its first `max_source_length` tokens, with a `UserWarning` that says
-      which sentences were cut. `max_source_length=None` translates every
-      sentence in full.
+      which sentences were cut; with `long_sources="error"` the call
+      raises a `ValueError` instead and translates nothing (what an
+      exported SavedModel does with a sentence over its
+      `max_source_tokens`). `max_source_length=None` translates every
+      sentence in full: memory and time then grow with the longest
+      sentence (the attention of one batch holds `batch_size * beam_size
+      * max_length * Tx` floats), so bound it for input you do not control.
     * Fewer than `n_best` hypotheses come back when fewer exist (e.g. a
       tiny vocabulary and a short maximum length).
 
@@ -101,9 +108,12 @@ class Translator:
         source_tokenizer: the `Tokenizer` of the source language.
         target_tokenizer: the `Tokenizer` of the target language.
         max_source_length: int >= 1 or None, the most source tokens a
-            sentence may have before it is truncated (see above).
+            sentence may have (see above).
         bucket_width: int >= 1, source batches are padded to a multiple of
             it.
+        long_sources: what happens to a source of more than
+            `max_source_length` tokens: `"truncate"` (with a warning) or
+            `"error"` (a `ValueError`).
 
     Example:
 
@@ -122,6 +132,7 @@ class Translator:
         target_tokenizer,
         max_source_length=None,
         bucket_width=16,
+        long_sources="truncate",
     ):
         if max_source_length is not None and not _is_positive_int(
             max_source_length
@@ -134,6 +145,11 @@ class Translator:
             raise ValueError(
                 "`bucket_width` must be a positive int. "
                 f"Received: bucket_width={bucket_width!r}"
+            )
+        if long_sources not in LONG_SOURCES:
+            raise ValueError(
+                f"`long_sources` must be one of {LONG_SOURCES}. "
+                f"Received: long_sources={long_sources!r}"
             )
         for side, tokenizer, size in (
             ("source", source_tokenizer, model.source_vocabulary_size),
@@ -150,11 +166,18 @@ class Translator:
         self.target_tokenizer = target_tokenizer
         self.max_source_length = max_source_length
         self.bucket_width = bucket_width
+        self.long_sources = long_sources
         self._target_vocabulary = np.array(target_tokenizer.get_vocabulary())
         self._search_functions = {}
 
     @classmethod
-    def from_run_dir(cls, run_dir, checkpoint="best", max_source_length="auto"):
+    def from_run_dir(
+        cls,
+        run_dir,
+        checkpoint="best",
+        max_source_length="auto",
+        long_sources="truncate",
+    ):
         """Loads the model and tokenizers of a run directory.
 
         Args:
@@ -163,16 +186,28 @@ class Translator:
             max_source_length: `"auto"` for the longest sentence length the
                 run was trained on (`max_length` in its config.json; no
                 limit if it has none), an int, or None for no limit.
+            long_sources: `"truncate"` or `"error"`, see `Translator`.
 
         Returns:
             A `Translator`.
+
+        Raises:
+            FileNotFoundError, run_directory.RunDirectoryError: the run
+                directory is missing a file, or holds a damaged,
+                incompatible or unsafe one (see `run_directory.load_run`).
         """
         model, source, target, config = run_directory.load_run(
             run_dir, checkpoint
         )
         if max_source_length == "auto":
             max_source_length = training_max_length(config)
-        return cls(model, source, target, max_source_length)
+        return cls(
+            model,
+            source,
+            target,
+            max_source_length,
+            long_sources=long_sources,
+        )
 
     def translate(
         self,
@@ -295,7 +330,7 @@ class Translator:
         return results[0] if single else results
 
     def _tokenize(self, sentences):
-        """Source ids and tokens per sentence, truncated with a warning."""
+        """Source ids and tokens per sentence; long ones cut or refused."""
         if not sentences:
             return [], []
         ids = self.source_tokenizer.tokenize(sentences)
@@ -310,13 +345,21 @@ class Translator:
         ]
         if too_long:
             longest = max(len(ids[i]) for i in too_long)
-            warnings.warn(
+            found = (
                 f"{len(too_long)} of {len(sentences)} sentences have more "
                 f"than max_source_length={limit} tokens (the longest has "
-                f"{longest}; sentence indices {too_long[:10]}); only their "
-                f"first {limit} tokens are translated. Pass "
-                "max_source_length=None (CLI: --max-source-length 0) to "
-                "translate them in full.",
+                f"{longest}; sentence indices {too_long[:10]})"
+            )
+            if self.long_sources == "error":
+                raise ValueError(
+                    f"{found}. Split or shorten them, or pass "
+                    "long_sources='truncate' to translate their first "
+                    f"{limit} tokens."
+                )
+            warnings.warn(
+                f"{found}; only their first {limit} tokens are translated. "
+                "Pass max_source_length=None (CLI: --max-source-length 0) "
+                "to translate them in full.",
                 stacklevel=3,
             )
             for i in too_long:

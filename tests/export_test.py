@@ -12,10 +12,12 @@ the client's PredictRequests fit the signatures. Outputs are compared with
 """
 
 import base64
+import http.server
 import importlib.util
 import json
 import math
 import pathlib
+import shutil
 import subprocess
 import sys
 import threading
@@ -48,13 +50,17 @@ SETTINGS = dict(
 )
 SENTENCES = [source for source, _ in PAIRS] + [
     "",
-    # 11 tokens: truncated to `max_source_tokens`.
-    "Der Hund und die Katze schlafen heute im großen Haus.",
+    # 8 tokens: exactly `max_source_tokens`.
+    "Der Hund und die Katze schlafen heute.",
 ]
+# Over `max_source_tokens`: refused, never truncated.
+TOO_LONG = {
+    "nine_tokens": "Der Hund und die Katze schlafen heute im Haus",
+    "long_sentence": "Das Haus ist klein. " * 1250,  # 6,250 tokens.
+}
 HOSTILE = {
     "empty": "",
     "whitespace": " \t\n\u3000\u00a0 ",
-    "long_sentence": "Das Haus ist klein. " * 1250,  # 5,000 words.
     "invalid_utf8": b"Das \xff\xfe Haus \xc3",
     "control": "Das\x00Haus\x07ist\x1b[31m klein\x7f.",
     "emoji": "Das Haus 🏠 ist klein 👍🏽.",
@@ -99,6 +105,8 @@ unregistered = sorted(o for o in ops if op_def_registry.get(o) is None)
 for library in spec.get("op_libraries", []):
     tf.load_op_library(library)
 model = tf.saved_model.load(spec["path"])
+# A call may name another SavedModel ("path"): one process, one import.
+models = {spec["path"]: model}
 
 
 def spec_of(tensor_spec):
@@ -141,7 +149,10 @@ for key, call in spec["calls"].items():
     }
     start = time.perf_counter()
     try:
-        outputs = model.signatures[call["signature"]](**inputs)
+        path = call.get("path", spec["path"])
+        if path not in models:
+            models[path] = tf.saved_model.load(path)
+        outputs = models[path].signatures[call["signature"]](**inputs)
         result = {k: plain(v.numpy()) for k, v in outputs.items()}
     except tf.errors.OpError as error:
         result = {"error": type(error).__name__, "message": error.message}
@@ -177,6 +188,14 @@ def run_dir(tmp_path_factory):
     return path
 
 
+@pytest.fixture(scope="module")
+def pervasive_run_dir(tmp_path_factory):
+    return build_run_dir(
+        tmp_path_factory.mktemp("pervasive_run"),
+        architecture="pervasive_attention",
+    )
+
+
 def request(signature, texts, **scalars):
     """A call for the loader, given as the client's gRPC request inputs."""
     predict_request = client.grpc_request(
@@ -208,6 +227,17 @@ CALLS = {
         for name, text in HOSTILE.items()
     },
     "too_many": request("serving_default", ["Das ist gut."] * 13),
+    "too_long": request(
+        "serving_default", ["Das ist gut.", TOO_LONG["nine_tokens"]]
+    ),
+    "too_long_align": request("align", [TOO_LONG["long_sentence"]]),
+    "too_long_n_best": request(
+        "translate_n_best",
+        [TOO_LONG["long_sentence"], "Das"],
+        beam_size=2,
+        n_best=1,
+        length_penalty=0,
+    ),
     "beam_too_large": request(
         "translate_n_best", ["Das"], beam_size=3, n_best=1, length_penalty=0
     ),
@@ -218,6 +248,9 @@ CALLS = {
         "translate_n_best", ["Das"], beam_size=1, n_best=1, length_penalty=-1
     ),
 }
+# Sent to the Pervasive Attention SavedModel too (each signature called
+# costs seconds of graph optimization; the others share its search).
+PERVASIVE_CALLS = ("translate", "too_long")
 HOSTILE_TEXTS = [text for text in HOSTILE.values() if isinstance(text, str)]
 DEFAULT_OPTIONS = {
     key: SETTINGS[key]
@@ -250,35 +283,57 @@ def load_and_call(path, calls, op_libraries=()):
 
 
 @pytest.fixture(scope="module")
-def session(run_dir, tmp_path_factory):
+def session(run_dir, pervasive_run_dir, tmp_path_factory):
     """Exports once, then checks it out of process while `Translator` runs.
 
-    A background thread runs the export (on JAX and torch: a subprocess),
-    then `saved_model_cli` and the TensorFlow-only loader side by side;
-    meanwhile this thread computes what `Translator` gives for the same
-    requests. Returns a namespace with `path`, `served` (the loader's
-    results), `cli` (the `saved_model_cli` process and its output) and
+    A background thread runs the exports (on JAX and torch: subprocesses)
+    of the RNNsearch run and of a Pervasive Attention run, then
+    `saved_model_cli` and the TensorFlow-only loader (one process for
+    both SavedModels) side by side; meanwhile this thread computes what
+    `Translator` gives for the same requests. Returns a namespace with
+    `path`, `pervasive_path`, `served` (the loader's results), `cli` (the
+    `saved_model_cli` process and its output), `translator` and
     `expected`.
     """
-    output = tmp_path_factory.mktemp("saved_models") / "translator"
+    saved_models = tmp_path_factory.mktemp("saved_models")
+    output = saved_models / "translator"
     arguments = ["export", str(run_dir), "--output", str(output)]
     for name, value in SETTINGS.items():
         arguments += ["--" + name.replace("_", "-"), str(value)]
-    result = types.SimpleNamespace(path=output / "1")
+    result = types.SimpleNamespace(
+        path=output / "1", pervasive_path=saved_models / "pervasive" / "1"
+    )
+
+    def export_both():
+        assert cli.main(arguments) == 0
+        export.export_saved_model(
+            pervasive_run_dir, result.pervasive_path.parent, **SETTINGS
+        )
+
     if keras.backend.backend() == "tensorflow":
         # In this process: its tracing must not race the Translator's.
-        assert cli.main(arguments) == 0
+        export_both()
+    calls = {
+        **CALLS,
+        **{
+            f"pervasive_{key}": {
+                **CALLS[key],
+                "path": str(result.pervasive_path),
+            }
+            for key in PERVASIVE_CALLS
+        },
+    }
 
     def check_out_of_process():
         if keras.backend.backend() != "tensorflow":
-            assert cli.main(arguments) == 0
+            export_both()
         show = subprocess.Popen(
             ["saved_model_cli", "show", "--dir", str(result.path), "--all"],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
-        result.served = load_and_call(result.path, CALLS)
+        result.served = load_and_call(result.path, calls)
         result.cli = (show, *show.communicate(timeout=600))
 
     errors = []
@@ -292,24 +347,37 @@ def session(run_dir, tmp_path_factory):
     thread = threading.Thread(target=run)
     thread.start()
     model, source, target, _ = run_directory.load_run(run_dir)
-    translator = Translator(
-        model, source, target, max_source_length=SETTINGS["max_source_tokens"]
+    # The served model's limit, as the Translator's.
+    result.translator = Translator(
+        model,
+        source,
+        target,
+        max_source_length=SETTINGS["max_source_tokens"],
+        long_sources="error",
     )
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # Truncation.
+        warnings.simplefilter("error", UserWarning)  # Nothing truncated.
         result.expected = {
-            "translate": translator.translate(
+            "translate": result.translator.translate(
                 SENTENCES + HOSTILE_TEXTS,
                 return_attention=True,
                 **DEFAULT_OPTIONS,
             ),
             **{
-                key: translator.translate(
+                key: result.translator.translate(
                     SENTENCES, **{**DEFAULT_OPTIONS, **options}
                 )
                 for key, options in N_BEST_OPTIONS.items()
             },
         }
+    model, source, target, _ = run_directory.load_run(pervasive_run_dir)
+    result.expected["pervasive_translate"] = Translator(
+        model,
+        source,
+        target,
+        max_source_length=SETTINGS["max_source_tokens"],
+        long_sources="error",
+    ).translate(SENTENCES, **DEFAULT_OPTIONS)
     thread.join()
     if errors:
         raise errors[0]
@@ -445,8 +513,8 @@ def test_align_equals_translator_attention(session):
         )
         assert not alignment[i, target_length:].any()
         assert not alignment[i, :, source_length:].any()
-    long = len(SENTENCES) - 1
-    assert result["source_length"][long] == SETTINGS["max_source_tokens"]
+    longest = len(SENTENCES) - 1
+    assert result["source_length"][longest] == SETTINGS["max_source_tokens"]
 
 
 def test_hostile_input_gives_defined_results(session):
@@ -462,7 +530,7 @@ def test_hostile_input_gives_defined_results(session):
     for i, (name, text) in enumerate(HOSTILE.items()):
         single = calls[f"hostile_{name}"]
         assert "error" not in single, (name, single)
-        # Bounded time: sources are truncated to max_source_tokens.
+        # Bounded time: at most max_source_tokens tokens per sentence.
         assert single["seconds"] < 60, name
         assert math.isfinite(single["score"][0]), name
         assert single["translation"] == [batch["translation"][i]], name
@@ -476,7 +544,6 @@ def test_hostile_input_gives_defined_results(session):
     assert batch["translation"][names.index("whitespace")] == ""
     aligned = calls["hostile_align"]
     lengths = dict(zip(names, aligned["source_length"], strict=True))
-    assert lengths["long_sentence"] == SETTINGS["max_source_tokens"]
     assert lengths["long_token"] == 1
     # Invalid bytes become U+FFFD (a symbol, so a token of its own).
     row = aligned["source_tokens"][names.index("invalid_utf8")]
@@ -489,17 +556,32 @@ def test_hostile_input_gives_defined_results(session):
     ]
 
 
-def test_limits_fail_with_clear_errors(served):
-    calls = served["calls"]
+def test_limits_fail_with_clear_errors(session):
+    calls = session.served["calls"]
     assert calls["no_sentences"]["translation"] == []
+    too_long = "At most 8 tokens per sentence (max_source_tokens)"
     for key, message in [
         ("too_many", "At most 12 sentences per request"),
+        ("too_many", "Received: sentences =] [13]"),
+        ("too_long", too_long),
+        ("too_long", "sentence (0-based), tokens =] [[1 9]]"),
+        ("too_long_align", "tokens =] [[0 6250]]"),
+        ("too_long_n_best", "tokens =] [[0 6250]]"),
         ("beam_too_large", "beam_size must be in [1, 2]"),
         ("n_best_too_large", "n_best must be in [1, beam_size]"),
         ("negative_length_penalty", "length_penalty must be a finite"),
     ]:
         assert calls[key]["error"] == "InvalidArgumentError", key
-        assert message in calls[key]["message"], key
+        assert message in calls[key]["message"], (key, calls[key]["message"])
+    # Refused before the search: far faster than searching 5,000 tokens.
+    assert calls["too_long_align"]["seconds"] < 5
+    # The Translator with the same limit refuses the same sentences.
+    for text, length in [(TOO_LONG["nine_tokens"], 9), (SENTENCES[-1], 8)]:
+        tokens = session.translator.source_tokenizer.tokenize(text)
+        assert len(tokens) == length
+    for text in TOO_LONG.values():
+        with pytest.raises(ValueError, match="more than max_source_length=8"):
+            session.translator.translate(["Das ist gut.", text])
 
 
 def test_client_requests_match_the_signatures(served):
@@ -554,6 +636,47 @@ def test_client_sends_bytes_base64_encoded_over_rest():
     assert second == {"text": "Haus"}
 
 
+def test_client_reports_a_refused_request(capsys):
+    """A stand-in REST server answers as TF Serving does over a limit."""
+    received = []
+    # The served model's own message (test_limits_fail_with_clear_errors).
+    error = (
+        "assertion failed: [At most 1 sentences per request (max_batch); "
+        "split the request. Received: sentences =] [2]"
+    )
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            length = int(self.headers["Content-Length"])
+            received.append((self.path, json.loads(self.rfile.read(length))))
+            answer = json.dumps({"error": error}).encode()
+            self.send_response(400)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            self.wfile.write(answer)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        rest = f"http://127.0.0.1:{server.server_port}"
+        arguments = ["--model", "demo", "--rest", rest, "Das.", "Haus."]
+        assert client.main(arguments) == 1
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert capsys.readouterr().err == (
+        f"error: {rest}/v1/models/demo:predict answered HTTP 400: {error}\n"
+    )
+    assert received == [
+        ("/v1/models/demo:predict", client.rest_request(["Das.", "Haus."]))
+    ]
+
+
 def test_client_rejects_bad_requests():
     with pytest.raises(ValueError, match="not one string"):
         client.rest_request("Das Haus.")
@@ -563,6 +686,32 @@ def test_client_rejects_bad_requests():
         client.grpc_request(["Das"], "m", "translate_n_best", beam_size=2)
     with pytest.raises(ValueError, match="translate_n_best only"):
         client.rest_request(["Das"], beam_size=2)
+
+
+# === Pervasive Attention: the same signatures, another model family ===
+
+
+def test_pervasive_attention_serves_like_translator(session):
+    metadata = json.loads(
+        (session.pervasive_path / export.METADATA_FILE).read_text()
+    )
+    assert metadata["model"] == "PervasiveAttention"
+    calls = session.served["calls"]
+    served = calls["pervasive_translate"]
+    expected = session.expected["pervasive_translate"]
+    assert served["translation"] == [t.text for t in expected]
+    np.testing.assert_allclose(
+        served["score"], [t.score for t in expected], atol=1e-4
+    )
+    # The searches ran for many steps (the fixture's random weights emit
+    # words, not EOS at once), with scores that differ by sentence.
+    assert min(len(t.target_tokens) for t in expected if t.text) > 10
+    assert len({round(t.score, 3) for t in expected}) == len(expected)
+    # Not the RNNsearch model's translations.
+    assert served["translation"] != calls["translate"]["translation"]
+    too_long = calls["pervasive_too_long"]
+    assert too_long["error"] == "InvalidArgumentError"
+    assert "At most 8 tokens per sentence" in too_long["message"]
 
 
 # === Versions and atomicity, with a stand-in for the (slow) build ===
@@ -648,6 +797,16 @@ def test_bad_paths_raise_clear_errors(run_dir, tmp_path, fake_build):
         export.export_saved_model(run_dir, tmp_path / "file")
 
 
+def test_a_damaged_run_fails_before_the_build(run_dir, tmp_path, fake_build):
+    damaged = pathlib.Path(shutil.copytree(run_dir, tmp_path / "run"))
+    model = damaged / run_directory.BEST_MODEL
+    model.write_bytes(model.read_bytes()[:1000])
+    with pytest.raises(run_directory.RunDirectoryError, match="truncated"):
+        export.export_saved_model(damaged, tmp_path / "model")
+    assert fake_build == []
+    assert not (tmp_path / "model").exists()
+
+
 @pytest.mark.large
 def test_a_wordpiece_source_needs_only_tf_text_ops(tmp_path):
     run_dir = tmp_path / "run"
@@ -665,9 +824,11 @@ def test_a_wordpiece_source_needs_only_tf_text_ops(tmp_path):
         initialization="glorot",
     )
     model.save(run_dir / run_directory.BEST_MODEL)
-    (run_dir / run_directory.CONFIG).write_text("{}")
+    run_directory.write_config(run_dir, {})
+    # Subword pieces: more tokens per sentence than words.
+    settings = {**SETTINGS, "max_source_tokens": 32}
     path = export.export_saved_model(
-        run_dir, tmp_path / "wordpiece", **SETTINGS
+        run_dir, tmp_path / "wordpiece", **settings
     )
     text_ops = pathlib.Path(
         importlib.util.find_spec("tensorflow_text").submodule_search_locations[
@@ -683,7 +844,9 @@ def test_a_wordpiece_source_needs_only_tf_text_ops(tmp_path):
     )
     assert served["unregistered"] == ["FastWordpieceTokenizeWithOffsets"]
     assert not set(served["ops"]) & BANNED_OPS
-    translator = Translator(model, source, target, max_source_length=8)
+    translator = Translator(
+        model, source, target, max_source_length=32, long_sources="error"
+    )
     expected = translator.translate(sources + [""], **DEFAULT_OPTIONS)
     result = served["calls"]["translate"]
     assert result["translation"] == [t.text for t in expected]
@@ -702,6 +865,19 @@ def test_a_failed_subprocess_export_raises_with_its_stderr(monkeypatch):
     ):
         export._write_in_tensorflow_subprocess({})
     assert runs == ["tensorflow"]
+
+
+def test_a_refused_model_in_the_subprocess_keeps_its_error(monkeypatch):
+    message = "best.keras asks to run Python code on loading"
+
+    def refuse(command, **kwargs):
+        stderr = "TF log line\n" + export._RUN_DIRECTORY_ERROR + message
+        return subprocess.CompletedProcess(command, 3, "", stderr)
+
+    monkeypatch.setattr(export.subprocess, "run", refuse)
+    with pytest.raises(run_directory.RunDirectoryError) as caught:
+        export._write_in_tensorflow_subprocess({})
+    assert str(caught.value) == message
 
 
 def test_command_line_defaults(run_dir, tmp_path, monkeypatch, capsys):

@@ -22,6 +22,7 @@ import numpy as np
 
 from keras_bahdanau import run_directory
 from keras_bahdanau.data import build_tokenizer
+from keras_bahdanau.models import PervasiveAttention
 from keras_bahdanau.models import RNNSearch
 from keras_bahdanau.train import resolve_config
 
@@ -40,8 +41,8 @@ PAIRS = [
 MAX_LENGTH = 12
 
 
-def build_run_dir(path, fit_epochs=0, seed=0):
-    """Writes a run directory with a tiny `RNNSearch` into `path`.
+def build_run_dir(path, fit_epochs=0, seed=0, architecture="rnnsearch"):
+    """Writes a run directory with a tiny model into `path`.
 
     Args:
         path: the (existing or new) folder.
@@ -49,6 +50,9 @@ def build_run_dir(path, fit_epochs=0, seed=0):
             and a random `v_a`, fine for testing the plumbing; a few dozen
             epochs make the model translate `PAIRS` roughly).
         seed: weight initialization seed.
+        architecture: `"rnnsearch"` or `"pervasive_attention"` (2 layers,
+            growth rate 4: smaller than any preset, so config.json names
+            the architecture but not all of its sizes).
 
     Returns:
         `path` as a `pathlib.Path`.
@@ -61,20 +65,55 @@ def build_run_dir(path, fit_epochs=0, seed=0):
     source.save(path / run_directory.SOURCE_VOCABULARY)
     target.save(path / run_directory.TARGET_VOCABULARY)
     keras.utils.set_random_seed(seed)
-    model = RNNSearch(
-        source.vocabulary_size,
-        target.vocabulary_size,
-        embedding_dim=8,
-        hidden_dim=8,
-        maxout_dim=4,
-        initialization="glorot",
-    )
+    if architecture == "pervasive_attention":
+        model = PervasiveAttention(
+            source.vocabulary_size,
+            target.vocabulary_size,
+            source_embedding_dim=8,
+            target_embedding_dim=8,
+            growth_rate=4,
+            num_layers=2,
+            kernel_size=3,
+            bottleneck_factor=2,
+            dropout=0.0,
+        )
+        model_overrides = ["model.embedding_dim=8"]
+    elif architecture == "rnnsearch":
+        model = RNNSearch(
+            source.vocabulary_size,
+            target.vocabulary_size,
+            embedding_dim=8,
+            hidden_dim=8,
+            maxout_dim=4,
+            initialization="glorot",
+        )
+        model_overrides = [
+            "model.embedding_dim=8",
+            "model.hidden_dim=8",
+            "model.maxout_dim=4",
+            "model.initialization=glorot",
+        ]
+    else:
+        raise ValueError(
+            "`architecture` must be 'rnnsearch' or 'pervasive_attention'. "
+            f"Received: architecture={architecture!r}"
+        )
     # Glorot initialization keeps v_a = 0 (uniform alignments, as in the
     # paper); random v_a gives alignments that tell source words apart.
     rng = np.random.default_rng(seed)
     for variable in model.weights:
         if "score_vector" in variable.path:
             variable.assign(3.0 * rng.normal(size=variable.shape))
+        elif architecture == "pervasive_attention":
+            # The same weights on every backend, batch-norm statistics
+            # included: with Glorot weights and the initial statistics the
+            # untrained model emits EOS at once on some backends.
+            shape = tuple(variable.shape)
+            if "moving_variance" in variable.path:
+                value = rng.uniform(0.5, 2.0, shape)
+            else:
+                value = rng.normal(0.0, 0.5, shape)
+            variable.assign(value.astype("float32"))
     if fit_epochs:
         from keras_bahdanau.data import make_dataset
         from keras_bahdanau.training import compile_model
@@ -94,11 +133,9 @@ def build_run_dir(path, fit_epochs=0, seed=0):
                 f"data.max_length={MAX_LENGTH}",
                 "tokenizer.source_vocabulary_size=100",
                 "tokenizer.target_vocabulary_size=100",
+                f"model.architecture={architecture}",
                 "model.preset=",
-                "model.embedding_dim=8",
-                "model.hidden_dim=8",
-                "model.maxout_dim=4",
-                "model.initialization=glorot",
+                *model_overrides,
                 f"training.epochs={max(fit_epochs, 1)}",
                 "training.optimizer=adam",
                 "training.learning_rate=0.02",

@@ -123,8 +123,12 @@ def test_long_sentences_are_truncated_with_a_warning(
     run_dir, translator, monkeypatch
 ):
     assert translator.max_source_length == MAX_LENGTH  # From config.json.
-    unlimited = Translator.from_run_dir(run_dir, max_source_length=None)
+    assert translator.long_sources == "truncate"
+    unlimited = Translator.from_run_dir(
+        run_dir, max_source_length=None, long_sources="error"
+    )
     assert unlimited.max_source_length is None
+    assert unlimited.long_sources == "error"
     # The same translator (and compiled search) with a lower limit.
     monkeypatch.setattr(translator, "max_source_length", 3)
     with pytest.warns(UserWarning, match=r"1 of 2 sentences.*=3 tokens"):
@@ -135,6 +139,23 @@ def test_long_sentences_are_truncated_with_a_warning(
         warnings.simplefilter("error", UserWarning)
         truncated = translator.translate("Der Hund schläft", **OPTIONS)
     assert [t.text for t in long] == [t.text for t in truncated]
+
+
+def test_long_sentences_can_be_refused_instead(translator, monkeypatch):
+    # What an exported SavedModel does with a sentence over its limit.
+    monkeypatch.setattr(translator, "max_source_length", 3)
+    monkeypatch.setattr(translator, "long_sources", "error")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # No truncation.
+        with pytest.raises(
+            ValueError,
+            match=r"1 of 3 sentences have more than max_source_length=3 "
+            r"tokens \(the longest has 6; sentence indices \[1\]\)\. Split",
+        ):
+            translator.translate(["Das ist", SOURCES[4], ""], **OPTIONS)
+        # At the limit: translated in full, like the truncating default.
+        at_limit = translator.translate("Der Hund schläft", **OPTIONS)[0]
+    assert at_limit.source_tokens == ["Der", "Hund", "schläft"]
 
 
 def test_replace_unknown_copies_the_most_attended_source_words(translator):
@@ -190,6 +211,8 @@ def test_bad_constructor_arguments_raise_clear_errors(translator):
         Translator(model, source, target, max_source_length=0)
     with pytest.raises(ValueError, match="bucket_width=0"):
         Translator(model, source, target, bucket_width=0)
+    with pytest.raises(ValueError, match="long_sources='cut'"):
+        Translator(model, source, target, long_sources="cut")
     with pytest.raises(ValueError, match="source tokenizer has"):
         Translator(model, target, source)
 
