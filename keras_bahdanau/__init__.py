@@ -2,6 +2,9 @@
 
 from keras_bahdanau import layers
 from keras_bahdanau import models
+
+# Registers the loss, metric and optimizers that saved models refer to.
+from keras_bahdanau import training
 from keras_bahdanau.models import RNNEncDec
 from keras_bahdanau.models import RNNSearch
 

@@ -68,6 +68,41 @@ class MaskedTokenAccuracy(keras.metrics.Metric):
 OPTIMIZERS = ("adadelta", "adam")
 
 
+class _SummedSparseGradients:
+    """Merges repeated rows of sparse gradients before clipping and update.
+
+    On the TensorFlow backend the gradient of an embedding lookup is a
+    `tf.IndexedSlices` with one row per occurrence of a word. Keras 3.15
+    squares those rows before it adds up the repeats of a word, so the
+    global norm for `global_clipnorm` and Adam's second moment come out
+    wrong (smaller) whenever a word occurs twice in a batch, and TensorFlow
+    training differs from JAX and torch. Converting to a dense gradient adds
+    the repeats first. JAX and torch already give dense gradients.
+    """
+
+    def apply(self, grads, trainable_variables=None):
+        if keras.backend.backend() == "tensorflow":
+            import tensorflow as tf
+
+            grads = [
+                tf.convert_to_tensor(g)
+                if isinstance(g, tf.IndexedSlices)
+                else g
+                for g in grads
+            ]
+        return super().apply(grads, trainable_variables)
+
+
+@keras.saving.register_keras_serializable(package="keras_bahdanau")
+class Adadelta(_SummedSparseGradients, keras.optimizers.Adadelta):
+    """`keras.optimizers.Adadelta`, with sparse gradients summed first."""
+
+
+@keras.saving.register_keras_serializable(package="keras_bahdanau")
+class Adam(_SummedSparseGradients, keras.optimizers.Adam):
+    """`keras.optimizers.Adam`, with sparse gradients summed first."""
+
+
 def make_optimizer(name="adadelta", learning_rate=None, clipnorm=1.0):
     """Builds an optimizer with gradient-norm clipping.
 
@@ -82,14 +117,14 @@ def make_optimizer(name="adadelta", learning_rate=None, clipnorm=1.0):
         clipnorm: float or None, maximum global gradient norm.
     """
     if name == "adadelta":
-        return keras.optimizers.Adadelta(
+        return Adadelta(
             learning_rate=1.0 if learning_rate is None else learning_rate,
             rho=0.95,
             epsilon=1e-6,
             global_clipnorm=clipnorm,
         )
     if name == "adam":
-        return keras.optimizers.Adam(
+        return Adam(
             learning_rate=1e-3 if learning_rate is None else learning_rate,
             global_clipnorm=clipnorm,
         )

@@ -1,3 +1,6 @@
+import subprocess
+import sys
+
 import keras
 import numpy as np
 import pytest
@@ -42,3 +45,61 @@ def test_paper_optimizer():
     assert optimizer.global_clipnorm == 1.0
     with pytest.raises(ValueError, match="sgd"):
         make_optimizer("sgd")
+
+
+def _repeated_word_model():
+    """`out = sum(E[ids])` with one word four times in the batch."""
+    inputs = keras.Input((4,), dtype="int32")
+    embedding = keras.layers.Embedding(10, 4, embeddings_initializer="zeros")
+    flat = keras.layers.Flatten()(embedding(inputs))
+    out = keras.layers.Dense(
+        1, kernel_initializer="ones", use_bias=False, trainable=False
+    )(flat)
+    return keras.Model(inputs, out), embedding
+
+
+def test_repeated_words_are_summed_before_clipping_on_every_backend():
+    # Loss (4 * sum(E_1) - 10)^2 at E = 0: the gradient of each of E_1's 4
+    # entries is 4 occurrences x 2 x (0 - 10) = -80; global norm
+    # sqrt(4 x 80^2) = 160, so clipping to 1 leaves -0.5 each and SGD(lr=1)
+    # moves them to +0.5. (Keras on TensorFlow squared each occurrence's
+    # row before summing, got the norm 80 and moved them to +1.)
+    from keras_bahdanau.training import _SummedSparseGradients
+
+    class SGD(_SummedSparseGradients, keras.optimizers.SGD):
+        pass
+
+    model, embedding = _repeated_word_model()
+    model.compile(optimizer=SGD(1.0, global_clipnorm=1.0), loss="mse")
+    model.train_on_batch(np.ones((1, 4), "int32"), np.array([[10.0]]))
+    row = keras.ops.convert_to_numpy(embedding.embeddings)[1]
+    np.testing.assert_allclose(row, np.full(4, 0.5), rtol=1e-6)
+
+
+def test_adam_matches_numpy_with_repeated_words():
+    model, embedding = _repeated_word_model()
+    model.compile(optimizer=make_optimizer("adam", 0.1, None), loss="mse")
+    e, m, v = np.zeros(4), np.zeros(4), np.zeros(4)
+    beta1, beta2, eps = 0.9, 0.999, 1e-7
+    for t in (1, 2, 3):
+        model.train_on_batch(np.ones((1, 4), "int32"), np.array([[10.0]]))
+        g = np.full(4, 4 * 2 * (4 * e.sum() - 10))
+        m = beta1 * m + (1 - beta1) * g
+        v = beta2 * v + (1 - beta2) * g**2
+        lr = 0.1 * np.sqrt(1 - beta2**t) / (1 - beta1**t)
+        e = e - lr * m / (np.sqrt(v) + eps)
+    row = keras.ops.convert_to_numpy(embedding.embeddings)[1]
+    np.testing.assert_allclose(row, e, rtol=1e-5)
+
+
+def test_import_registers_what_saved_models_refer_to():
+    # A model saved after `compile_model` names these classes; a fresh
+    # process that only imports the package must be able to load it.
+    code = (
+        "import keras, keras_bahdanau\n"
+        "for name in ('MaskedSparseCategoricalCrossentropy',"
+        " 'MaskedTokenAccuracy', 'Adam', 'Adadelta'):\n"
+        "    assert keras.saving.get_registered_object("
+        "'keras_bahdanau>' + name) is not None, name\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
