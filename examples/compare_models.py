@@ -1,0 +1,442 @@
+"""Compares RNNencdec, RNNsearch and Pervasive Attention on the same data.
+
+Trains each architecture with the machinery of `keras-bahdanau train` (one
+run directory per model under `--output-dir`), then translates the dev and
+test splits with beam search and prints one table: parameters, training
+time (total and per epoch), dev and test BLEU and chrF, the decoding time
+per test sentence, and test BLEU by source-sentence length, in the buckets
+1-5, 6-10, 11-15, 16-20 and 21+ words (the paper's Figure 2 compares
+RNNencdec and RNNsearch this way). Pervasive Attention (Elbayad et al.,
+2018) has no decoder state: it recomputes its whole source x target grid
+at every decoding step, which the decoding time shows.
+
+The base config is `examples/ding_de_en.toml` (the Ding German-English
+example sentences); the three models get presets of similar size:
+`rnnencdec_tiny` (3.65M parameters on Ding), `rnnsearch_tiny` (4.34M)
+and `pervasive_attention_small` with 128-dimensional embeddings (4.32M;
+see `ARCHITECTURES`). To fit the time budget of a 2-core CPU, each
+model trains for 2 epochs and is evaluated on the first 100 dev and test
+sentences (`DEFAULT_OVERRIDES`). `--set section.key=value` overrides a
+config key for every model; `--set ARCHITECTURE:section.key=value` for
+one model only (e.g. `--set pervasive_attention:model.embedding_dim=64`,
+as Pervasive Attention has no `hidden_dim` or `maxout_dim`).
+
+Nothing is lost when the comparison is killed: run again with the same
+options, an unfinished model resumes training where it stopped and a
+finished one is only evaluated (`keras_bahdanau.train.train` does both;
+a finished run is never trained further, so more epochs need another
+`--output-dir`). The training time is read from each run's TensorBoard
+event files, so it adds up the epochs of every session that trained the
+model.
+
+Usage:
+
+    python examples/compare_models.py
+    python examples/compare_models.py --set training.epochs=1 \\
+        --output-dir runs/compare_models_epochs1
+    python examples/compare_models.py --set data.max_train_pairs=3000 \\
+        --output-dir runs/compare_small
+    python examples/compare_models.py --architectures rnnsearch \\
+        pervasive_attention --beam-size 2 --max-sentences 200 --json
+
+The training logs go to stderr; stdout holds only the table (or, with
+`--json`, one JSON object per model).
+
+Time, measured on 2 CPU cores shared with other jobs (TensorFlow backend,
+1-minute load average 2.3 to 7.0, mean 5.1), with `--set
+training.epochs=1`: 38.7 minutes in all. An epoch of the 14.8k training
+pairs took 2.7 minutes (RNNencdec), 4.1 (RNNsearch) and 14.4 (Pervasive
+Attention); the evaluation about 17 minutes, mostly Pervasive Attention's
+beam search: 3.3 s per sentence, against 35 and 62 ms for the RNNs. The
+default second epoch adds about 21 minutes at that load, about an hour in
+all; on idle cores RNNsearch trains 2.5-3 times faster (README), so
+expect roughly half an hour there (estimated, not measured).
+"""
+
+import argparse
+import contextlib
+import json
+import sys
+import time
+from pathlib import Path
+
+import keras
+
+from keras_bahdanau import run_directory as rd
+from keras_bahdanau.evaluation import bleu_by_length
+from keras_bahdanau.evaluation import corpus_scores
+from keras_bahdanau.train import ConfigError
+from keras_bahdanau.train import load_corpus
+from keras_bahdanau.train import resolve_config
+from keras_bahdanau.train import train
+from keras_bahdanau.translator import Translator
+
+DEFAULT_CONFIG = Path(__file__).with_name("ding_de_en.toml")
+
+# The overrides that make each model; applied after the config file.
+ARCHITECTURES = {
+    "rnnencdec": (
+        "model.architecture=rnnencdec",
+        "model.preset=rnnencdec_tiny",
+    ),
+    "rnnsearch": (
+        "model.architecture=rnnsearch",
+        "model.preset=rnnsearch_tiny",
+    ),
+    "pervasive_attention": (
+        "model.architecture=pervasive_attention",
+        "model.preset=pervasive_attention_small",
+        # 128 instead of 64: a parameter count close to the RNNs'.
+        "model.embedding_dim=128",
+    ),
+}
+# The comparison's budget on a 2-core CPU; `--set` overrides these too.
+# Pervasive Attention decodes about 50x slower than the RNNs (it
+# recomputes its grid at every step), hence only 100 sentences.
+DEFAULT_OVERRIDES = ("training.epochs=2", "evaluation.max_sentences=100")
+
+# The table's columns before the length buckets: (title, cell of a row).
+COLUMNS = (
+    ("model", lambda row: row["architecture"]),
+    ("parameters", lambda row: f"{row['parameters']:,}"),
+    ("epochs", lambda row: str(row["epochs"])),
+    ("train min", lambda row: f"{row['train_seconds'] / 60:.1f}"),
+    ("s/epoch", lambda row: f"{row['seconds_per_epoch']:.0f}"),
+    ("dev BLEU", lambda row: f"{row['dev']['bleu']:.2f}"),
+    ("dev chrF", lambda row: f"{row['dev']['chrf']:.2f}"),
+    ("test BLEU", lambda row: f"{row['test']['bleu']:.2f}"),
+    ("test chrF", lambda row: f"{row['test']['chrf']:.2f}"),
+    ("ms/sent", lambda row: f"{row['decode_ms_per_sentence']:.1f}"),
+)
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--config",
+        default=str(DEFAULT_CONFIG),
+        help="base TOML config (default: examples/ding_de_en.toml)",
+    )
+    parser.add_argument(
+        "--output-dir",
+        default="runs/compare_models",
+        help="one run directory per model goes here (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--architectures",
+        nargs="+",
+        choices=tuple(ARCHITECTURES),
+        default=list(ARCHITECTURES),
+        help="the models to compare (default: all three)",
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="[ARCHITECTURE:]SECTION.KEY=VALUE",
+        help="override a config key for every model, or for one; repeatable",
+    )
+    parser.add_argument(
+        "--beam-size", type=int, help="sets evaluation.beam_size"
+    )
+    parser.add_argument(
+        "--max-sentences",
+        type=int,
+        help="sets evaluation.max_sentences: translate only the first N "
+        "dev and test sentences (0: all)",
+    )
+    parser.add_argument(
+        "--bucket-width",
+        type=int,
+        default=5,
+        help="words per source-length bucket (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--num-buckets",
+        type=int,
+        default=5,
+        help="length buckets; the last one is open-ended (default: "
+        "%(default)s, i.e. 1-5, ..., 16-20, 21+)",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object per model instead of the table",
+    )
+    args = parser.parse_args(argv)
+    for name in ("bucket_width", "num_buckets"):
+        if getattr(args, name) < 1:
+            parser.error(
+                f"--{name.replace('_', '-')} must be at least 1. "
+                f"Received: {getattr(args, name)}"
+            )
+    if len(set(args.architectures)) < len(args.architectures):
+        parser.error(
+            f"--architectures names a model twice: {args.architectures}"
+        )
+    return args
+
+
+def overrides_for(architecture, args):
+    """The `section.key=value` overrides of one model's run, in order."""
+    shared, scoped = [], []
+    for override in args.set:
+        key = override.partition("=")[0]
+        if ":" in key:
+            target, _, override = override.partition(":")
+            if target not in ARCHITECTURES:
+                raise ConfigError(
+                    f"--set {target}:... names no architecture; use one of "
+                    f"{sorted(ARCHITECTURES)}. Received: {target!r}"
+                )
+            if target == architecture:
+                scoped.append(override)
+            key = override.partition("=")[0]
+        else:
+            shared.append(override)
+        if key.strip() == "run_dir":
+            raise ConfigError(
+                "The run directories are --output-dir/ARCHITECTURE; set "
+                "--output-dir instead of run_dir."
+            )
+    evaluation = [
+        f"evaluation.{key}={value}"
+        for key, value in (
+            ("beam_size", args.beam_size),
+            ("max_sentences", args.max_sentences),
+        )
+        if value is not None
+    ]
+    return [
+        *ARCHITECTURES[architecture],
+        *DEFAULT_OVERRIDES,
+        *shared,
+        *scoped,
+        *evaluation,
+        f"run_dir={Path(args.output_dir) / architecture}",
+    ]
+
+
+def training_time(run_dir):
+    """`(seconds, epochs)` spent in `fit`, from the TensorBoard events.
+
+    Each training session (a first run, or a resume after a kill) writes
+    its own event file: its training time runs from the file's first event
+    (written when `fit` starts) to its last `epoch_loss` event (the end of
+    its last complete epoch, dev loss included). Work a killed session
+    did after its last complete epoch is not counted, nor a record it left
+    half written.
+    """
+    import tensorflow as tf  # TensorBoard's event files: any backend.
+
+    seconds, epochs = 0.0, 0
+    directory = Path(run_dir) / rd.TENSORBOARD / "train"
+    for path in sorted(directory.glob("events.out.tfevents.*")):
+        start, epoch_ends = None, []
+        try:
+            for record in tf.data.TFRecordDataset(str(path)):
+                event = tf.compat.v1.Event.FromString(record.numpy())
+                start = event.wall_time if start is None else start
+                if any(v.tag == "epoch_loss" for v in event.summary.value):
+                    epoch_ends.append(event.wall_time)
+        except tf.errors.DataLossError:
+            pass  # The session was killed while writing its last event.
+        if epoch_ends:
+            seconds += epoch_ends[-1] - start
+            epochs += len(epoch_ends)
+    if not epochs:
+        raise FileNotFoundError(
+            f"No finished epoch is logged in {directory}: cannot time the "
+            "training of this run."
+        )
+    return seconds, epochs
+
+
+def length_buckets(sources, hypotheses, references, width, count):
+    """Corpus BLEU per source-length bucket; the last bucket is open.
+
+    Buckets `1..width`, `width+1..2*width`, ... (whitespace words, as
+    `bleu_by_length` counts them); the last of the `count` buckets takes
+    every sentence of `(count - 1) * width + 1` words or more
+    (`max_length` None). Empty buckets are left out.
+    """
+    longest_closed = (count - 1) * width
+    closed = [len(s.split()) <= longest_closed for s in sources]
+    buckets = []
+    if any(closed):
+        buckets = bleu_by_length(
+            *(
+                [text for text, keep in zip(texts, closed, strict=True) if keep]
+                for texts in (sources, hypotheses, references)
+            ),
+            bucket_width=width,
+        )
+    if not all(closed):
+        tail_hypotheses, tail_references = (
+            [text for text, keep in zip(texts, closed, strict=True) if not keep]
+            for texts in (hypotheses, references)
+        )
+        buckets.append(
+            {
+                "min_length": longest_closed + 1,
+                "max_length": None,
+                "num_sentences": len(tail_hypotheses),
+                "bleu": corpus_scores(tail_hypotheses, tail_references)["bleu"],
+            }
+        )
+    return buckets
+
+
+def compare(architecture, args):
+    """Trains (or resumes, or finds finished) one model; scores it."""
+    config = resolve_config(args.config, overrides_for(architecture, args))
+    # Trains, then translates dev and test and writes results.json.
+    run_dir = train(config)
+    results = json.loads((run_dir / rd.RESULTS).read_text(encoding="utf-8"))
+    train_seconds, epochs = training_time(run_dir)
+    evaluation = config["evaluation"]
+    pairs = load_corpus(config["data"])["test"]
+    pairs = pairs[: evaluation["max_sentences"] or None]
+    sources = [source for source, _ in pairs]
+    references = [target for _, target in pairs]
+    # The test split again, as `train` translated it (best checkpoint,
+    # sentences in full), for the hypotheses and the time: the compiled
+    # searches of `train`'s evaluation are shared by every model of the
+    # same architecture and shapes (`translator.compile_search`), so this
+    # times decoding, not compilation.
+    translator = Translator.from_run_dir(
+        run_dir, checkpoint="best", max_source_length=None
+    )
+    start = time.perf_counter()
+    hypotheses = [
+        translation.text
+        for translation in translator.translate(
+            sources, beam_size=evaluation["beam_size"]
+        )
+    ]
+    decode_seconds = time.perf_counter() - start
+    scores = corpus_scores(hypotheses, references)
+    return {
+        "architecture": architecture,
+        "parameters": translator.model.count_params(),
+        "epochs": epochs,
+        "train_seconds": train_seconds,
+        "seconds_per_epoch": train_seconds / epochs,
+        "dev": {
+            key: results["dev"][key] for key in ("sentences", "bleu", "chrf")
+        },
+        "test": {
+            "sentences": len(pairs),
+            "bleu": scores["bleu"],
+            "chrf": scores["chrf"],
+        },
+        "decode_seconds": decode_seconds,
+        "decode_ms_per_sentence": 1000 * decode_seconds / len(pairs),
+        "test_bleu_by_length": length_buckets(
+            sources,
+            hypotheses,
+            references,
+            args.bucket_width,
+            args.num_buckets,
+        ),
+        "beam_size": evaluation["beam_size"],
+        "bleu_signature": scores["bleu_signature"],
+        "chrf_signature": scores["chrf_signature"],
+        "backend": keras.backend.backend(),
+        "run_dir": str(run_dir),
+    }
+
+
+def _label(bucket):
+    if bucket["max_length"] is None:
+        return f"{bucket['min_length']}+"
+    return f"{bucket['min_length']}-{bucket['max_length']}"
+
+
+def format_table(rows, width, count):
+    """The comparison as a plain-text table (one line per model)."""
+    labels = [
+        _label(
+            {
+                "min_length": i * width + 1,
+                "max_length": (i + 1) * width if i < count - 1 else None,
+            }
+        )
+        for i in range(count)
+    ]
+    titles = [title for title, _ in COLUMNS] + labels
+    lines = []
+    for row in rows:
+        cells = [cell(row) for _, cell in COLUMNS]
+        bleu = {_label(b): b["bleu"] for b in row["test_bleu_by_length"]}
+        cells += [
+            f"{bleu[label]:.2f}" if label in bleu else "-" for label in labels
+        ]
+        lines.append(cells)
+    widths = [
+        max(len(title), *(len(cells[i]) for cells in lines))
+        for i, title in enumerate(titles)
+    ]
+    table = [
+        "  ".join(
+            f"{cell:<{w}}" if i == 0 else f"{cell:>{w}}"
+            for i, (cell, w) in enumerate(zip(cells, widths, strict=True))
+        )
+        for cells in [titles] + lines
+    ]
+    first = rows[0]
+    counts = {
+        _label(b): b["num_sentences"] for b in first["test_bleu_by_length"]
+    }
+    table += [
+        "",
+        f"Beam {first['beam_size']}, {first['backend']} backend; "
+        f"{first['dev']['sentences']} dev and {first['test']['sentences']} "
+        "test sentences. ms/sent: decoding time per test sentence.",
+        "Last columns: test BLEU by source length (words); sentences per "
+        "bucket: "
+        + ", ".join(f"{label}: {counts.get(label, 0)}" for label in labels)
+        + ".",
+        f"BLEU signature: {first['bleu_signature']}",
+        f"chrF signature: {first['chrf_signature']}",
+    ]
+    return "\n".join(table)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    started = time.perf_counter()
+    rows = []
+    try:
+        # Training logs to stderr: stdout is for the table or JSON lines.
+        with contextlib.redirect_stdout(sys.stderr):
+            for architecture in args.architectures:
+                rows.append(compare(architecture, args))
+    except ConfigError as error:
+        raise SystemExit(f"compare_models.py: {error}") from None
+    test_sets = {(r["test"]["sentences"], r["dev"]["sentences"]) for r in rows}
+    if len(test_sets) > 1:
+        raise SystemExit(
+            "compare_models.py: the models were evaluated on different "
+            f"numbers of dev/test sentences ({sorted(test_sets)}): an "
+            "architecture-scoped --set changed the data. Set data keys for "
+            "every model."
+        )
+    if args.json:
+        for row in rows:
+            print(json.dumps(row))
+    else:
+        print(format_table(rows, args.bucket_width, args.num_buckets))
+    minutes = (time.perf_counter() - started) / 60
+    print(
+        f"Wall time of this comparison: {minutes:.1f} min.",
+        file=sys.stderr if args.json else sys.stdout,
+    )
+    return rows
+
+
+if __name__ == "__main__":
+    main()
