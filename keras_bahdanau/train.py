@@ -7,8 +7,16 @@ starts: an unknown key, a missing file, an unwritable run directory or an
 empty corpus stop the command with a message naming the problem.
 
 A run killed at any point (even SIGKILL) continues from its last backup
-when the same command is started again (`keras.callbacks.BackupAndRestore`,
-every `training.backup_every_steps` steps and at each epoch end).
+when the same command is started again (`FiniteBackupAndRestore`, a
+`keras.callbacks.BackupAndRestore`, every `training.backup_every_steps`
+steps and at each epoch end).
+
+Faults stop training with a message and leave the files written before
+intact (`keras_bahdanau/callbacks.py`): a NaN or Inf loss (naming the
+step), NaN or Inf weights about to be saved, and a checkpoint that cannot
+be written (disk full, run directory gone; checkpoints are replaced
+atomically). `[distribution]` trains on several devices
+(`keras_bahdanau/distribution.py`, `docs/distributed.md`).
 """
 
 import copy
@@ -21,7 +29,12 @@ from pathlib import Path
 
 import keras
 
+from keras_bahdanau import distribution as kdist
 from keras_bahdanau import run_directory as rd
+from keras_bahdanau.callbacks import AtomicModelCheckpoint
+from keras_bahdanau.callbacks import CheckpointError
+from keras_bahdanau.callbacks import FiniteBackupAndRestore
+from keras_bahdanau.callbacks import NonFiniteLoss
 
 # The schema: every key a config may set, with its default.
 DEFAULTS = {
@@ -67,6 +80,13 @@ DEFAULTS = {
         "beam_size": 5,
         "max_sentences": 0,  # 0: the whole dev/test split
     },
+    "distribution": {
+        # "none", "data_parallel" or "model_parallel" (JAX), "mirrored"
+        # (TensorFlow); training.batch_size stays the global batch.
+        "strategy": "none",
+        "devices": 0,  # 0: all; on a CPU-only host, N splits the CPU
+        "model_shards": 0,  # model_parallel: devices per vocabulary; 0: all
+    },
 }
 
 FLAGS = {
@@ -79,6 +99,8 @@ FLAGS = {
     "--epochs": "training.epochs",
     "--batch-size": "training.batch_size",
     "--precision": "training.precision",
+    "--distribution": "distribution.strategy",
+    "--devices": "distribution.devices",
 }
 
 CHOICES = {
@@ -87,6 +109,7 @@ CHOICES = {
     "model.architecture": ("rnnsearch", "rnnencdec", "pervasive_attention"),
     "training.optimizer": ("adadelta", "adam"),
     "training.precision": ("float32", "mixed_float16", "mixed_bfloat16"),
+    "distribution.strategy": kdist.STRATEGIES,
 }
 
 
@@ -180,6 +203,12 @@ def resolve_config(config_path=None, overrides=()):
             raise ConfigError(
                 f"{section}.{key} must be positive. "
                 f"Received: {config[section][key]}"
+            )
+    for key in ("devices", "model_shards"):
+        if config["distribution"][key] < 0:
+            raise ConfigError(
+                f"distribution.{key} must be 0 (all) or positive. "
+                f"Received: {config['distribution'][key]}"
             )
     return config
 
@@ -290,7 +319,8 @@ def _comparable(config):
         if key not in ("epochs", "patience")  # may grow on resume
     }
     return {
-        **{key: config.get(key) for key in DEFAULTS},
+        # A run may resume on other devices: the batch is global.
+        **{key: config.get(key) for key in DEFAULTS if key != "distribution"},
         "training": training,
     }
 
@@ -309,21 +339,6 @@ def _check_same_run(run_dir, config):
     return True
 
 
-class _NonFiniteLoss(keras.callbacks.Callback):
-    """Stops at the first NaN/Inf loss, naming the step; keeps checkpoints."""
-
-    def on_train_batch_end(self, batch, logs=None):
-        loss = (logs or {}).get("loss")
-        if loss is not None and not math.isfinite(float(loss)):
-            self.model.stop_training = True
-            raise FloatingPointError(
-                f"Loss became {loss} at step {batch} of this epoch. Training "
-                "stopped; the last good checkpoints are kept (best.keras, "
-                "last.keras, backup/). Lower the learning rate or check the "
-                "data."
-            )
-
-
 def _best_dev_loss(run_dir):
     path = Path(run_dir) / rd.TRAINING_LOG
     if not path.is_file():
@@ -333,12 +348,30 @@ def _best_dev_loss(run_dir):
     return min(losses, default=math.inf)
 
 
-def train(config):
-    """Trains per `config` (from `resolve_config`); returns the run dir."""
+def train(config, callbacks=()):
+    """Trains per `config` (from `resolve_config`); returns the run dir.
+
+    Args:
+        config: a resolved config.
+        callbacks: Keras callbacks to run after the built-in ones (which
+            checkpoint, back up, log and stop early).
+
+    Raises:
+        ConfigError: the config cannot run; nothing was trained.
+        FloatingPointError: the loss or the weights became NaN or Inf.
+        CheckpointError: a checkpoint could not be written.
+        The checkpoints written before such an error are kept.
+    """
     from keras_bahdanau import data as kd
     from keras_bahdanau.training import compile_model
     from keras_bahdanau.training import make_optimizer
 
+    training = config["training"]
+    try:
+        # Before anything runs on the backend: device counts are fixed then.
+        plan = kdist.prepare(config["distribution"], training["batch_size"])
+    except ValueError as error:
+        raise ConfigError(f"[distribution] {error}") from None
     run_dir = Path(config["run_dir"])
     resuming = _check_same_run(run_dir, config) if run_dir.exists() else False
     _check_writable(run_dir)
@@ -363,7 +396,6 @@ def train(config):
             )
             tokenizers[side].save(path)
 
-    training = config["training"]
     datasets = {}
     for split in ("train", "dev"):
         datasets[split], report = kd.make_dataset(
@@ -380,65 +412,77 @@ def train(config):
         )
         print(f"[{split}] {report}")
 
-    model = build_model(
-        config["model"],
+    sizes = (
         tokenizers["source"].vocabulary_size,
         tokenizers["target"].vocabulary_size,
     )
-    optimizer = make_optimizer(
-        training["optimizer"],
-        training["learning_rate"] or None,
-        training["clipnorm"] or None,
-    )
-    compile_model(model, optimizer)
-    # BackupAndRestore needs a built model and optimizer.
-    model.optimizer.build(model.trainable_variables)
-
-    rd.write_config(run_dir, {**config, "parameters": model.count_params()})
-    print(
-        f"{config['model']['architecture']} with {model.count_params():,} "
-        f"parameters on the {keras.backend.backend()} backend; run directory "
-        f"{run_dir}"
-    )
-
-    best = keras.callbacks.ModelCheckpoint(
-        run_dir / rd.BEST_MODEL, monitor="val_loss", save_best_only=True
-    )
-    best.best = _best_dev_loss(run_dir)  # survive a resume
-    callbacks = [
-        _NonFiniteLoss(),
-        keras.callbacks.BackupAndRestore(
-            run_dir / rd.BACKUP,
-            save_freq=training["backup_every_steps"],
-            double_checkpoint=True,
-        ),
-        best,
-        keras.callbacks.ModelCheckpoint(run_dir / rd.LAST_MODEL),
-        keras.callbacks.CSVLogger(run_dir / rd.TRAINING_LOG, append=True),
-        keras.callbacks.EarlyStopping(
-            monitor="val_loss", patience=training["patience"]
-        ),
-        keras.callbacks.TensorBoard(run_dir / rd.TENSORBOARD),
-    ]
+    try:
+        kdist.check_vocabulary_sizes(plan, *sizes)
+    except ValueError as error:
+        raise ConfigError(f"[distribution] {error}") from None
     # fit() deletes the backup when it ends; a last model without one is a
     # finished run (e.g. killed during the final evaluation): evaluate only.
     finished = (run_dir / rd.LAST_MODEL).is_file() and not (
         run_dir / rd.BACKUP
     ).exists()
+    with kdist.training_scope(plan):
+        model = build_model(config["model"], *sizes)
+        optimizer = make_optimizer(
+            training["optimizer"],
+            training["learning_rate"] or None,
+            training["clipnorm"] or None,
+        )
+        compile_model(model, optimizer, **kdist.compile_arguments(plan))
+        # BackupAndRestore needs a built model and optimizer.
+        model.optimizer.build(model.trainable_variables)
+        # Not from the training data: an iteration would move its shuffling.
+        kdist.build_compiled_model(plan, model, datasets["dev"])
+
+        rd.write_config(run_dir, {**config, "parameters": model.count_params()})
+        print(
+            f"{config['model']['architecture']} with "
+            f"{model.count_params():,} parameters on the "
+            f"{keras.backend.backend()} backend, "
+            f"{plan.describe(training['batch_size'])}; run directory {run_dir}"
+        )
+        if not finished:
+            model.fit(
+                datasets["train"],
+                validation_data=kdist.validation_data(plan, datasets["dev"]),
+                epochs=training["epochs"],
+                callbacks=[*_callbacks(run_dir, training), *callbacks],
+                shuffle=False,  # the dataset shuffles itself each epoch
+                verbose=1 if sys.stdout.isatty() else 2,  # bar on a terminal
+            )
     if finished:
         print(f"Training in {run_dir} already finished; evaluating only.")
-        evaluate_run(run_dir, splits, config["evaluation"])
-        return run_dir
-    model.fit(
-        datasets["train"],
-        validation_data=datasets["dev"],
-        epochs=training["epochs"],
-        callbacks=callbacks,
-        shuffle=False,  # the dataset shuffles itself each epoch
-        verbose=1 if sys.stdout.isatty() else 2,  # bar on a terminal
-    )
+    # Outside the training scope: one device decodes.
     evaluate_run(run_dir, splits, config["evaluation"])
     return run_dir
+
+
+def _callbacks(run_dir, training):
+    best = AtomicModelCheckpoint(
+        run_dir / rd.BEST_MODEL, monitor="val_loss", save_best_only=True
+    )
+    best.best = _best_dev_loss(run_dir)  # survive a resume
+    return [
+        NonFiniteLoss(),  # first: it stops a diverged step before any save
+        best,
+        AtomicModelCheckpoint(run_dir / rd.LAST_MODEL),
+        keras.callbacks.CSVLogger(run_dir / rd.TRAINING_LOG, append=True),
+        # After the checkpoints and the log: a backup that says "epoch e is
+        # done" comes after everything epoch e wrote.
+        FiniteBackupAndRestore(
+            run_dir / rd.BACKUP,
+            save_freq=training["backup_every_steps"],
+            double_checkpoint=True,
+        ),
+        keras.callbacks.EarlyStopping(
+            monitor="val_loss", patience=training["patience"]
+        ),
+        keras.callbacks.TensorBoard(run_dir / rd.TENSORBOARD),
+    ]
 
 
 def evaluate_run(run_dir, splits, evaluation):
@@ -495,6 +539,6 @@ def run(args):
     try:
         config = resolve_config(args.config, overrides)
         train(config)
-    except ConfigError as error:
+    except (ConfigError, CheckpointError, FloatingPointError) as error:
         raise SystemExit(f"keras-bahdanau train: {error}") from None
     return 0

@@ -1,18 +1,23 @@
 import csv
+import errno
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 
+import keras
 import numpy as np
 import pytest
 
 from keras_bahdanau import run_directory as rd
+from keras_bahdanau.callbacks import CheckpointError
 from keras_bahdanau.train import ConfigError
 from keras_bahdanau.train import resolve_config
 from keras_bahdanau.train import train
+from keras_bahdanau.training import compile_model
 
 TINY = [
     "model.preset=",
@@ -142,7 +147,7 @@ def test_train_end_to_end_and_resume_after_sigkill(tmp_path):
     while time.time() < deadline and first.poll() is None:
         try:
             if json.loads(metadata.read_text())["epoch"] >= 1:
-                break  # a backup from inside the second epoch
+                break  # a backup from the end of epoch 1 or inside epoch 2
         except (OSError, ValueError):
             pass
         time.sleep(0.05)
@@ -185,7 +190,187 @@ def test_different_config_in_same_run_dir_is_refused(tmp_path):
         train(config)
 
 
+def test_a_run_may_resume_on_other_devices(tmp_path):
+    from keras_bahdanau.train import _check_same_run
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    saved = resolve_config(None, [f"run_dir={run_dir}"])
+    del saved["distribution"]  # a run from before [distribution] existed
+    (run_dir / rd.CONFIG).write_text(json.dumps(saved))
+    config = resolve_config(
+        None,
+        [f"run_dir={run_dir}", "distribution.strategy=mirrored",
+         "distribution.devices=2"],
+    )  # fmt: skip
+    assert _check_same_run(run_dir, config)  # the same run: resumed
+
+
 def test_demo_uses_the_example_config():
     from keras_bahdanau.demo import demo_config
 
     assert demo_config() == resolve_config("examples/ding_de_en.toml")
+
+
+class _TrainingDone(Exception):
+    pass
+
+
+class _StepLosses(keras.callbacks.Callback):
+    """Records each step's loss; stops `train` before its evaluation."""
+
+    def __init__(self):
+        super().__init__()
+        self.losses = []
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.losses.append(float(logs["loss"]))
+
+    def on_train_end(self, logs=None):
+        raise _TrainingDone()
+
+
+# RNNencdec: the same training code, compiled faster than RNNsearch.
+FAST = TINY + [
+    "model.architecture=rnnencdec",
+    "training.batch_size=8",
+    "training.patience=10",
+]
+
+
+def test_same_seed_same_losses(tmp_path):
+    """Same seed, backend and machine: the same losses, step by step."""
+    corpus = _corpus(tmp_path)
+    losses = []
+    for run in ("a", "b"):
+        config = resolve_config(
+            None,
+            FAST
+            + corpus
+            + [
+                "training.epochs=1",
+                "model.dropout=0.3",  # its random masks must repeat too
+                f"run_dir={tmp_path / run}",
+            ],
+        )
+        recorder = _StepLosses()
+        with pytest.raises(_TrainingDone):
+            train(config, callbacks=[recorder])
+        losses.append(recorder.losses)
+    assert len(losses[0]) >= 10 and len(set(losses[0])) == len(losses[0])
+    assert losses[0] == losses[1]  # exactly
+
+
+class _LearningRateAtEpoch(keras.callbacks.Callback):
+    def __init__(self, epoch, learning_rate, run_dir):
+        super().__init__()
+        self.epoch, self.learning_rate = epoch, learning_rate
+        self.run_dir = run_dir
+        self.saved = {}
+
+    def on_epoch_begin(self, epoch, logs=None):
+        if epoch == self.epoch:
+            self.model.optimizer.learning_rate = self.learning_rate
+
+    def on_epoch_end(self, epoch, logs=None):
+        # After the built-in checkpoints of this epoch.
+        self.saved = {
+            name: (self.run_dir / name).read_bytes()
+            for name in (rd.BEST_MODEL, rd.LAST_MODEL)
+        }
+
+
+def test_diverging_run_stops_and_keeps_its_checkpoints(tmp_path):
+    run_dir = tmp_path / "run"
+    config = resolve_config(
+        None,
+        FAST + _corpus(tmp_path) + ["training.epochs=3", f"run_dir={run_dir}"],
+    )
+    # From the second epoch on, a learning rate that overflows the weights.
+    diverge = _LearningRateAtEpoch(1, 1e30, run_dir)
+    with pytest.raises(FloatingPointError) as caught:
+        train(config, callbacks=[diverge])
+    message = str(caught.value)
+    match = re.search(
+        r"Loss became (nan|inf) at training step (\d+) \(epoch 2, batch "
+        r"(\d+)\)",
+        message,
+    )
+    assert match, message
+    steps_per_epoch = int(match[2]) - int(match[3])
+    assert steps_per_epoch >= 10  # the global step counts epoch 1's steps
+    for name, content in diverge.saved.items():
+        assert (run_dir / name).read_bytes() == content, name
+    model, _, _, _ = rd.load_run(run_dir, "last")
+    assert all(np.isfinite(w).all() for w in model.get_weights())
+    assert _epochs_logged(run_dir) == [0]
+    # The backup of epoch 1's end stays for a resume (fit did not finish).
+    metadata = json.loads(
+        (run_dir / rd.BACKUP / "training_metadata.json").read_text()
+    )
+    assert metadata["epoch"] == 1
+    last = model.get_weights()
+    compile_model(model, "adam")  # the backup holds Adam's state too
+    model.optimizer.build(model.trainable_variables)
+    model.load_weights(run_dir / rd.BACKUP / "latest.weights.h5")
+    for backed_up, saved in zip(model.get_weights(), last, strict=True):
+        np.testing.assert_array_equal(backed_up, saved)
+
+
+class _DiskFullAfterEpoch(keras.callbacks.Callback):
+    def __init__(self, monkeypatch, run_dir):
+        super().__init__()
+        self.monkeypatch, self.run_dir = monkeypatch, run_dir
+        self.saved = {}
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.saved = {
+            name: (self.run_dir / name).read_bytes()
+            for name in (rd.BEST_MODEL, rd.LAST_MODEL)
+        }
+
+        def full(model, filepath, **kwargs):
+            with open(filepath, "wb") as file:
+                file.write(b"PK\x03\x04 half a zip")
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        self.monkeypatch.setattr(keras.Model, "save", full)
+
+
+def test_full_disk_stops_training_and_keeps_checkpoints(tmp_path, monkeypatch):
+    run_dir = tmp_path / "run"
+    config = resolve_config(
+        None,
+        FAST + _corpus(tmp_path) + ["training.epochs=3", f"run_dir={run_dir}"],
+    )
+    disk = _DiskFullAfterEpoch(monkeypatch, run_dir)
+    with pytest.raises(CheckpointError, match="No space left on device"):
+        train(config, callbacks=[disk])
+    monkeypatch.undo()
+    for name, content in disk.saved.items():
+        assert (run_dir / name).read_bytes() == content, name
+    rd.load_run(run_dir, "best")
+    rd.load_run(run_dir, "last")
+    assert not list(run_dir.glob(".tmp-*"))
+
+
+def test_command_reports_faults_in_one_line(monkeypatch):
+    import argparse
+
+    from keras_bahdanau import train as train_module
+
+    parser = argparse.ArgumentParser()
+    train_module.add_arguments(parser)
+    args = parser.parse_args(["--distribution", "none", "--devices", "0"])
+    for error in (
+        FloatingPointError("Loss became nan at training step 12"),
+        CheckpointError(errno.ENOSPC, "Writing best.keras failed"),
+    ):
+
+        def fail(config, error=error):
+            raise error
+
+        monkeypatch.setattr(train_module, "train", fail)
+        with pytest.raises(SystemExit) as caught:
+            train_module.run(args)
+        assert str(caught.value) == f"keras-bahdanau train: {error}"

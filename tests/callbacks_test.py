@@ -1,0 +1,209 @@
+import errno
+import json
+
+import keras
+import numpy as np
+import pytest
+
+from keras_bahdanau.callbacks import AtomicModelCheckpoint
+from keras_bahdanau.callbacks import CheckpointError
+from keras_bahdanau.callbacks import FiniteBackupAndRestore
+from keras_bahdanau.callbacks import NonFiniteLoss
+
+STEPS_PER_EPOCH = 5
+
+
+def _model():
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    model.compile(optimizer=keras.optimizers.SGD(0.01), loss="mse")
+    return model
+
+
+def _data():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(4 * STEPS_PER_EPOCH, 3)).astype("float32")
+    return x, x.sum(axis=1, keepdims=True)
+
+
+class _NaNLearningRate(keras.callbacks.Callback):
+    """Sets the learning rate to NaN before one step (0-based indices).
+
+    That step's loss is still finite (computed before the update); the
+    update makes every weight NaN, and the next step's loss NaN.
+    """
+
+    def __init__(self, epoch, batch):
+        super().__init__()
+        self.at = (epoch, batch)
+        self.epoch = 0
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.epoch = epoch
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if (self.epoch, batch) == self.at:
+            self.model.optimizer.learning_rate = float("nan")
+
+
+class _WeightsAfterEachStep(keras.callbacks.Callback):
+    def __init__(self):
+        super().__init__()
+        self.weights = []
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.weights.append([np.array(w) for w in self.model.get_weights()])
+
+
+def _fit(model, callbacks, epochs=3):
+    x, y = _data()
+    return model.fit(
+        x, y, batch_size=4, epochs=epochs, callbacks=callbacks, verbose=0
+    )
+
+
+def test_non_finite_loss_names_the_global_step():
+    model = _model()
+    with pytest.raises(FloatingPointError) as caught:
+        # NaN weights after step 7 (epoch 2, batch 2): NaN loss at step 8.
+        _fit(model, [NonFiniteLoss(), _NaNLearningRate(epoch=1, batch=1)])
+    message = str(caught.value)
+    assert "Loss became nan at training step 8 (epoch 2, batch 3)" in message
+    assert int(model.optimizer.iterations) == STEPS_PER_EPOCH + 3
+
+
+def test_non_finite_loss_lets_finite_training_run():
+    history = _fit(_model(), [NonFiniteLoss()], epochs=2)
+    assert np.isfinite(history.history["loss"]).all()
+    assert history.history["loss"][1] < history.history["loss"][0]
+
+
+def _checkpoint_after_one_epoch(tmp_path, **kwargs):
+    model = _model()
+    _fit(model, [], epochs=1)
+    path = tmp_path / "run" / "last.keras"
+    path.parent.mkdir()
+    checkpoint = AtomicModelCheckpoint(path, **kwargs)
+    checkpoint.set_model(model)
+    checkpoint.on_epoch_end(0, {"loss": 1.0, "val_loss": 1.0})
+    return model, checkpoint, path
+
+
+def _same_weights(path, model):
+    loaded = keras.saving.load_model(path)
+    for a, b in zip(loaded.get_weights(), model.get_weights(), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_atomic_checkpoint_replaces_the_file(tmp_path):
+    model, checkpoint, path = _checkpoint_after_one_epoch(tmp_path)
+    _same_weights(path, model)
+    _fit(model, [], epochs=1)
+    checkpoint.on_epoch_end(1, {"loss": 1.0})
+    _same_weights(path, model)  # the new weights, not the old ones
+    assert sorted(p.name for p in path.parent.iterdir()) == ["last.keras"]
+
+
+def test_atomic_checkpoint_keeps_save_best_only(tmp_path):
+    model, checkpoint, path = _checkpoint_after_one_epoch(
+        tmp_path, monitor="val_loss", save_best_only=True
+    )
+    first = path.read_bytes()
+    _fit(model, [], epochs=1)
+    checkpoint.on_epoch_end(1, {"val_loss": 2.0})  # worse: not saved
+    assert path.read_bytes() == first
+    checkpoint.on_epoch_end(2, {"val_loss": 0.5})
+    _same_weights(path, model)
+
+
+def test_disk_full_keeps_the_previous_checkpoint(tmp_path, monkeypatch):
+    model, checkpoint, path = _checkpoint_after_one_epoch(tmp_path)
+    before = path.read_bytes()
+
+    def save_until_the_disk_is_full(filepath, **kwargs):
+        with open(filepath, "wb") as file:
+            file.write(before[: len(before) // 2])  # a partial write
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(model, "save", save_until_the_disk_is_full)
+    with pytest.raises(CheckpointError) as caught:
+        checkpoint.on_epoch_end(1, {"loss": 1.0})
+    assert caught.value.errno == errno.ENOSPC
+    message = str(caught.value)
+    assert f"Writing {path} failed: No space left on device" in message
+    assert "last.keras is intact" in message
+    assert path.read_bytes() == before
+    monkeypatch.undo()
+    _same_weights(path, model)  # not trained since: the same weights
+    assert sorted(p.name for p in path.parent.iterdir()) == ["last.keras"]
+
+
+def test_vanished_run_directory_is_not_recreated(tmp_path):
+    model, checkpoint, path = _checkpoint_after_one_epoch(tmp_path)
+    moved = tmp_path / "moved"
+    path.parent.rename(moved)
+    with pytest.raises(CheckpointError, match="no longer exists") as caught:
+        checkpoint.on_epoch_end(1, {"loss": 1.0})
+    assert caught.value.errno == errno.ENOENT
+    assert not path.parent.exists()
+    _same_weights(moved / "last.keras", model)
+
+
+def test_non_finite_weights_are_not_checkpointed(tmp_path):
+    model, checkpoint, path = _checkpoint_after_one_epoch(tmp_path)
+    before = path.read_bytes()
+    kernel = model.layers[0].kernel
+    kernel.assign(np.full(kernel.shape, np.inf, "float32"))
+    with pytest.raises(FloatingPointError) as caught:
+        checkpoint.on_epoch_end(1, {"loss": 1.0})
+    assert f"(in 1 of 4 variables: {kernel.path})" in str(caught.value)
+    assert path.read_bytes() == before
+
+
+def test_backup_is_never_overwritten_with_nan_weights(tmp_path):
+    model = _model()
+    backup = FiniteBackupAndRestore(tmp_path / "backup", save_freq=1)
+    weights = _WeightsAfterEachStep()
+    # Step 8 (epoch 2, batch 3) has a finite loss but leaves NaN weights.
+    with pytest.raises(FloatingPointError) as caught:
+        _fit(model, [backup, _NaNLearningRate(1, 2), weights])
+    assert "Not writing the backup: after training step 8" in str(caught.value)
+    assert np.isnan(model.get_weights()[0]).all()
+    restored = _model()
+    restored.optimizer.build(restored.trainable_variables)
+    restored.load_weights(tmp_path / "backup" / "latest.weights.h5")
+    # The backup of step 7, the last one with finite weights.
+    for a, b in zip(restored.get_weights(), weights.weights[6], strict=True):
+        np.testing.assert_array_equal(a, b)
+    metadata = json.loads(
+        (tmp_path / "backup" / "training_metadata.json").read_text()
+    )
+    assert metadata["epoch"] == 1
+
+
+def test_backup_at_each_epoch_end(tmp_path):
+    model = _model()
+    backup = FiniteBackupAndRestore(
+        tmp_path / "backup", save_freq=100, delete_checkpoint=False
+    )
+    _fit(model, [backup], epochs=2)  # 10 steps: never 100
+    metadata = json.loads(
+        (tmp_path / "backup" / "training_metadata.json").read_text()
+    )
+    assert metadata["epoch"] == 2
+    restored = _model()
+    restored.optimizer.build(restored.trainable_variables)
+    restored.load_weights(tmp_path / "backup" / "latest.weights.h5")
+    for a, b in zip(restored.get_weights(), model.get_weights(), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_backup_write_error_is_clear(tmp_path, monkeypatch):
+    model = _model()
+    backup = FiniteBackupAndRestore(tmp_path / "backup", save_freq=1)
+
+    def no_space(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(model, "save_weights", no_space)
+    with pytest.raises(CheckpointError, match="No space left on device"):
+        _fit(model, [backup], epochs=1)
