@@ -2,10 +2,12 @@
 
 Builds `RNNSearch` from a preset on the current backend (`KERAS_BACKEND`),
 compiles it with the package's masked cross-entropy and optimizer, and
-times `model.train_on_batch` on one fixed batch of random ids: every
-source and target sentence is `--length` tokens long, with no padding.
-The first `--warmup` steps (XLA compilation on JAX, tracing on
-TensorFlow) are excluded; `step_ms` is the median of the next `--steps`.
+times training steps of `model.fit` (or `model.train_on_batch`, with
+`--loop train_on_batch`) on one fixed batch of random ids: every source
+and target sentence is `--length` tokens long, with no padding. The first
+`--warmup` steps (XLA compilation on JAX, tracing on TensorFlow) are
+excluded; `step_ms` is the median of the next `--steps` (times
+`--rounds`).
 
 In the same run, unless `--no-reference`, the script times what a user
 would otherwise write by hand: the same equations and sizes in plain
@@ -14,7 +16,9 @@ target with the additive attention and the conditional GRU step, the
 maxout readout, the output projection, the masked cross-entropy, gradient
 clipping and the same optimizer). The reference runs in a child process
 (this script again, given the model sizes), so that each process holds
-only the framework it measures and its peak memory is its own.
+only the framework it measures and its peak memory is its own. With
+`--rounds R`, the Keras steps come in R blocks, each followed by one run
+of the reference, so that both see the same state of a noisy machine.
 
 One JSON line is printed to stdout; progress goes to stderr.
 
@@ -23,20 +27,21 @@ Usage:
 ```
 KERAS_BACKEND=jax python benchmarks/train_throughput.py \\
     --preset rnnsearch_small --vocabulary-size 8000 --batch-size 64 \\
-    --length 30 --warmup 2 --steps 5
+    --length 30 --warmup 2 --steps 5 --rounds 3
 ```
 """
 
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
 import time
 
 import numpy as np
+from _memory import keras_device_and_peak_memory
+from _memory import peak_rss_mb
 
 # Keras, the package and torch are imported inside the functions that use
 # them: the parent process must not hold torch (nor the reference process
@@ -74,11 +79,25 @@ def parse_arguments(argv=None):
         "--warmup", type=int, default=2, help="untimed steps before timing"
     )
     parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="blocks of --steps steps, each followed by a run of the "
+        "reference: on a noisy machine both see the same conditions",
+    )
+    parser.add_argument(
         "--jit-compile",
         choices=sorted(JIT_COMPILE),
         default="auto",
         help="passed to model.compile (auto: XLA on JAX, and on TensorFlow "
         "only with a GPU)",
+    )
+    parser.add_argument(
+        "--loop",
+        choices=("fit", "train_on_batch"),
+        default="fit",
+        help="how Keras steps are run: model.fit (one epoch per step of the "
+        "fixed batch) or model.train_on_batch",
     )
     parser.add_argument(
         "--peak-tflops",
@@ -99,7 +118,7 @@ def parse_arguments(argv=None):
     )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    for name in ("batch_size", "length", "steps"):
+    for name in ("batch_size", "length", "steps", "rounds"):
         if getattr(args, name) <= 0:
             parser.error(f"--{name.replace('_', '-')} must be positive")
     if args.warmup < 0:
@@ -181,25 +200,6 @@ def random_batch(sizes, args):
     return source_ids, target_ids, labels
 
 
-def peak_rss_mb():
-    """Peak resident set size of this process so far, in MiB.
-
-    On Linux, `VmHWM` of /proc/self/status: `getrusage`'s `ru_maxrss`
-    would count the parent's peak in a child process, because the peak is
-    carried across fork and exec. Elsewhere `ru_maxrss`.
-    """
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 2**10  # kB
-    except OSError:
-        pass
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    # Linux reports KiB, macOS bytes.
-    return peak / 2**20 if sys.platform == "darwin" else peak / 2**10
-
-
 def time_steps(train_step, warmup, steps):
     """Runs `warmup` then `steps` steps.
 
@@ -229,6 +229,7 @@ def throughput_fields(timed, tokens_per_step, flop, args):
     tflops = flop * tokens_per_s / 1e12
     utilisation = tflops / args.peak_tflops if args.peak_tflops else None
     return {
+        "step_times_ms": [round(1e3 * t, 1) for t in times],
         "step_ms": round(1e3 * step_s, 1),
         "step_ms_min": round(1e3 * min(times), 1),
         "step_ms_max": round(1e3 * max(times), 1),
@@ -247,40 +248,61 @@ def throughput_fields(timed, tokens_per_step, flop, args):
 # === Keras ===
 
 
-def keras_device_and_peak_memory():
-    """The device and the framework's peak memory in MiB.
+def time_fit_steps(model, inputs, labels, warmup, steps):
+    """Times `warmup + steps` training steps of `model.fit`.
 
-    On a GPU this is the memory the framework allocated at most; on a CPU
-    there is no such counter in JAX and TensorFlow, so it is the peak RSS
-    of the process (which includes the framework's own footprint).
+    One epoch per step, each of the one fixed batch, so the `loss` Keras
+    logs at the end of a step is that step's loss, not a running mean. A
+    step is timed from `on_train_batch_begin` to `on_train_batch_end`: the
+    batch's transfer, the compiled train step, and Keras's conversion of the
+    logs to Python numbers (which waits for the step to finish on any
+    device; a callback that is not `async_safe` makes Keras do it every
+    step). Per-epoch work (callbacks' epoch hooks, metric resets, the data
+    iterator's start) is outside the steps, as it is in a long epoch.
+
+    Returns the same as `time_steps`.
     """
     import keras
 
-    backend = keras.backend.backend()
-    # Each framework has its own GPU memory counter.
-    if backend == "jax":
-        import jax
+    class StepTimer(keras.callbacks.Callback):
+        def __init__(self):
+            super().__init__()
+            self.times, self.cpu_times, self.losses = [], [], []
 
-        device = jax.devices()[0]
-        if device.platform != "cpu":
-            stats = device.memory_stats()
-            return device.device_kind, stats["peak_bytes_in_use"] / 2**20
-    elif backend == "tensorflow":
-        import tensorflow as tf
+        def on_train_batch_begin(self, batch, logs=None):
+            self.start = time.perf_counter()
+            self.cpu_start = time.process_time()
 
-        if tf.config.list_logical_devices("GPU"):
-            info = tf.config.experimental.get_memory_info("GPU:0")
-            return "gpu", info["peak"] / 2**20
-    elif backend == "torch":
-        import torch
+        def on_train_batch_end(self, batch, logs=None):
+            self.times.append(time.perf_counter() - self.start)
+            self.cpu_times.append(time.process_time() - self.cpu_start)
+            self.losses.append(logs["loss"])
 
-        if torch.cuda.is_available():
-            name = torch.cuda.get_device_name()
-            return name, torch.cuda.max_memory_allocated() / 2**20
-    return "cpu", peak_rss_mb()
+    timer = StepTimer()
+    model.fit(
+        inputs,
+        labels,
+        batch_size=len(labels),
+        epochs=warmup + steps,
+        shuffle=False,
+        verbose=0,
+        callbacks=[timer],
+    )
+    return (
+        sum(timer.times[:warmup]),
+        timer.times[warmup:],
+        timer.cpu_times[warmup:],
+        timer.losses,
+    )
 
 
-def time_keras(args, sizes):
+def time_keras(args, sizes, between_rounds=None):
+    """Times `args.rounds` blocks of `args.steps` steps of `RNNSearch`.
+
+    The first block is preceded by `args.warmup` untimed steps; training
+    continues from block to block, and `between_rounds()` (the reference,
+    in `main`) runs after each block.
+    """
     import keras
 
     from keras_bahdanau.models import RNNSearch
@@ -306,19 +328,35 @@ def time_keras(args, sizes):
     memory_before = peak_rss_mb()
 
     def train_step():
-        # Returns the loss as NumPy, so the step has finished on any device.
+        # Returns the loss as NumPy: the step has finished on any device.
         return model.train_on_batch(inputs, labels)
 
-    print(f"timing Keras ({keras.backend.backend()})...", file=sys.stderr)
-    warmup_s, times, cpu_times, losses = time_steps(
-        train_step, args.warmup, args.steps
-    )
+    warmup_s, times, cpu_times, losses, round_times = 0.0, [], [], [], []
+    for round_index in range(args.rounds):
+        print(
+            f"timing Keras ({keras.backend.backend()}, {args.loop}), round "
+            f"{round_index + 1} of {args.rounds}...",
+            file=sys.stderr,
+        )
+        warmup = args.warmup if round_index == 0 else 0
+        if args.loop == "fit":
+            timed = time_fit_steps(model, inputs, labels, warmup, args.steps)
+        else:
+            timed = time_steps(train_step, warmup, args.steps)
+        warmup_s += timed[0]
+        times += timed[1]
+        cpu_times += timed[2]
+        losses += timed[3]
+        round_times.append(timed[1])
+        if between_rounds is not None:
+            between_rounds()
     device, peak_memory = keras_device_and_peak_memory()
     return {
         "device": device,
         "params": model.count_params(),
         "jit_compile": model.jit_compile,
         "times": times,
+        "round_times": round_times,
         "cpu_times": cpu_times,
         "losses": losses,
         "warmup_s": warmup_s,
@@ -514,6 +552,47 @@ REFERENCE_FIELDS = (
 )
 
 
+def reference_fields(references, round_times, tokens_per_step, flop, peak):
+    """The reference's `pytorch_*` fields over all rounds, and the ratios.
+
+    Step times are pooled over the rounds (each round is a fresh process
+    with its own warm-up); the other fields are the first round's, peak
+    memory the largest. `round_ratios` compares each round's medians, the
+    reference run right after that round's Keras steps.
+    """
+    if not references:
+        return {"ratio_vs_pytorch": None}
+    fields = {"torch_version": references[0]["torch_version"]}
+    for key in REFERENCE_FIELDS:
+        fields[f"pytorch_{key}"] = references[0][key]
+    times = [t for r in references for t in r["step_times_ms"]]
+    step_ms = statistics.median(times)
+    tokens_per_s = tokens_per_step / (step_ms / 1e3)
+    fields.update(
+        pytorch_step_times_ms=times,
+        pytorch_step_ms=round(step_ms, 1),
+        pytorch_step_ms_min=min(times),
+        pytorch_step_ms_max=max(times),
+        pytorch_tokens_per_s=round(tokens_per_s, 1),
+        pytorch_achieved_tflops=round(flop * tokens_per_s / 1e12, 4),
+        pytorch_utilisation=(
+            round(flop * tokens_per_s / 1e12 / peak, 4) if peak else None
+        ),
+        pytorch_peak_memory_mb=max(r["peak_memory_mb"] for r in references),
+    )
+    ours = [t * 1e3 for block in round_times for t in block]
+    fields["ratio_vs_pytorch"] = round(step_ms / statistics.median(ours), 3)
+    fields["round_ratios"] = [
+        round(
+            statistics.median(r["step_times_ms"])
+            / (1e3 * statistics.median(b)),
+            3,
+        )
+        for r, b in zip(references, round_times, strict=True)
+    ]
+    return fields
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parse_arguments(argv)
@@ -533,17 +612,25 @@ def main(argv=None):
         "tokens_per_step": tokens_per_step,
         "flop_per_token": round(flop),
     }
+    references = []
     if args.reference_sizes:  # The child process: the reference only.
         timed = time_reference(args, sizes)
         framework = {"framework": "pytorch"}
     else:
         import keras
 
-        timed = time_keras(args, sizes)
+        def run_reference():
+            if not args.no_reference:
+                references.append(run_reference_process(argv, sizes))
+
+        timed = time_keras(args, sizes, between_rounds=run_reference)
         framework = {
             "backend": keras.backend.backend(),
             "keras_version": keras.__version__,
+            "loop": args.loop,
+            "rounds": args.rounds,
         }
+    round_times = timed.pop("round_times", None)
     throughput = throughput_fields(timed, tokens_per_step, flop, args)
     record = {
         **framework,
@@ -553,15 +640,11 @@ def main(argv=None):
         "peak_tflops": args.peak_tflops,
     }
     if not args.reference_sizes:
-        record["ratio_vs_pytorch"] = None
-        if not args.no_reference:
-            reference = run_reference_process(argv, sizes)
-            record["torch_version"] = reference["torch_version"]
-            for key in REFERENCE_FIELDS:
-                record[f"pytorch_{key}"] = reference[key]
-            record["ratio_vs_pytorch"] = round(
-                record["tokens_per_s"] / reference["tokens_per_s"], 3
+        record.update(
+            reference_fields(
+                references, round_times, tokens_per_step, flop, args.peak_tflops
             )
+        )
     # Caps the threads of torch (both processes) and of other OpenMP code.
     record["omp_num_threads"] = os.environ.get("OMP_NUM_THREADS")
     record["load_average_start"] = [round(x, 2) for x in load_start]

@@ -34,6 +34,29 @@ def alignment(s_prev, keys_input, W_a, U_a, v_a, mask=None):
     return context, alpha
 
 
+def alignment_weight_gradients(s_prev, h, W_a, U_a, v_a, upstream):
+    """Gradients of `sum(c_i * upstream_i)` w.r.t. `W_a`, `U_a`, `v_a`.
+
+    Backpropagation through A.1.2 by hand (no mask), in float64:
+    `c_i = sum_j alpha_ij h_j`, `alpha_i = softmax_j(e_ij)`,
+    `e_ij = v_a^T t_ij`, `t_ij = tanh(W_a s_{i-1} + U_a h_j)`.
+    """
+    s_prev, h, W_a, U_a, v_a, upstream = (
+        np.asarray(a, "float64") for a in (s_prev, h, W_a, U_a, v_a, upstream)
+    )
+    t = np.tanh((s_prev @ W_a)[:, None, :] + h @ U_a)  # (b, Tx, n')
+    e = t @ v_a  # (b, Tx)
+    alpha = np.exp(e - e.max(-1, keepdims=True))
+    alpha /= alpha.sum(-1, keepdims=True)
+    d_alpha = np.einsum("bd,btd->bt", upstream, h)
+    d_e = alpha * (d_alpha - (alpha * d_alpha).sum(-1, keepdims=True))
+    d_v = np.einsum("bt,btn->n", d_e, t)
+    d_pre = d_e[:, :, None] * v_a * (1.0 - t**2)  # (b, Tx, n')
+    d_W = s_prev.T @ d_pre.sum(1)
+    d_U = np.einsum("btd,btn->dn", h, d_pre)
+    return d_W, d_U, d_v
+
+
 def maxout(x, W, b, pieces=2):
     t = x @ W + b
     return t.reshape(t.shape[:-1] + (-1, pieces)).max(-1)

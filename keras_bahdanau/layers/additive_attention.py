@@ -2,6 +2,31 @@ import keras
 from keras import ops
 
 
+def alignment_scores(projected_query, keys, score_vector):
+    """The energies `e_ij = v_a^T tanh(W_a q_i + U_a h_j)` (A.1.2).
+
+    Args:
+        projected_query: `(batch, Tq, units)`, `W_a q_i`.
+        keys: `(batch, Tv, units)`, `U_a h_j`.
+        score_vector: `(units,)`, `v_a`.
+
+    Returns:
+        `(batch, Tq, Tv)`.
+    """
+    # (b, Tq, 1, n) + (b, 1, Tv, n) -> (b, Tq, Tv, n)
+    hidden = ops.tanh(
+        ops.expand_dims(projected_query, 2) + ops.expand_dims(keys, 1)
+    )
+    return ops.matmul(hidden, score_vector)
+
+
+# In training, the backward pass recomputes the (b, Tq, Tv, n) tanh from
+# its small inputs instead of keeping it: a decoder loop would otherwise
+# store one such tensor per target step (B x Ty x Tx x n floats in all).
+# Measured in benchmarks/README.md ("Optimisations tried").
+_rematerialized_alignment_scores = keras.remat(alignment_scores)
+
+
 @keras.saving.register_keras_serializable(package="keras_bahdanau")
 class AdditiveAttention(keras.layers.Layer):
     """Bahdanau's alignment model (additive attention).
@@ -45,6 +70,9 @@ class AdditiveAttention(keras.layers.Layer):
         mask: optional list `[query_mask, value_mask]`; `value_mask` is a
             boolean `(batch, Tv)`, False on padding. `query_mask` is ignored.
         return_attention_scores: bool, also return the alignment weights.
+        training: bool; when True (set by Keras inside `fit`), the scores
+            are rematerialized in the backward pass rather than stored.
+            The values are the same either way.
 
     Returns:
         `context` with shape `(batch, dv)` or `(batch, Tq, dv)`, and, when
@@ -118,7 +146,9 @@ class AdditiveAttention(keras.layers.Layer):
         """
         return ops.matmul(value, self.key_kernel)
 
-    def call(self, inputs, mask=None, return_attention_scores=False):
+    def call(
+        self, inputs, mask=None, return_attention_scores=False, training=None
+    ):
         query, value = inputs[0], inputs[1]
         keys = inputs[2] if len(inputs) > 2 else self.compute_keys(value)
         value_mask = mask[1] if isinstance(mask, (list, tuple)) else None
@@ -127,11 +157,12 @@ class AdditiveAttention(keras.layers.Layer):
         if single_step:
             query = ops.expand_dims(query, 1)  # (batch, dq) -> (batch, 1, dq)
         projected_query = ops.matmul(query, self.query_kernel)  # (b, Tq, n)
-        # (b, Tq, 1, n) + (b, 1, Tv, n) -> (b, Tq, Tv, n)
-        hidden = ops.tanh(
-            ops.expand_dims(projected_query, 2) + ops.expand_dims(keys, 1)
+        score = (
+            _rematerialized_alignment_scores if training else alignment_scores
         )
-        scores = ops.matmul(hidden, self.score_vector)  # (b, Tq, Tv)
+        scores = score(  # (b, Tq, Tv)
+            projected_query, keys, ops.convert_to_tensor(self.score_vector)
+        )
         # The softmax runs in float32 even under mixed precision.
         scores = ops.cast(scores, "float32")
         if value_mask is not None:

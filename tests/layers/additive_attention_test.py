@@ -4,6 +4,7 @@ import pytest
 
 from keras_bahdanau.layers import AdditiveAttention
 from tests.numpy_reference import alignment
+from tests.numpy_reference import alignment_weight_gradients
 from tests.numpy_reference import to_numpy
 
 
@@ -115,6 +116,65 @@ def test_get_config_round_trip_and_gradients():
     )
     assert np.isfinite(history.history["loss"]).all()
     assert len(model.trainable_weights) == 3
+
+
+def test_training_gradients_match_equations():
+    # In training the scores are rematerialized (keras.remat) in the
+    # backward pass; the gradients must still be those of A.1.2. One SGD
+    # step with learning rate 1 on the loss sum(c * upstream) moves each
+    # weight by minus its gradient.
+    rng = np.random.default_rng(3)
+    query = rng.normal(size=(2, 5)).astype("float32")
+    value = rng.normal(size=(2, 6, 4)).astype("float32")
+    upstream = rng.normal(size=(2, 4)).astype("float32")
+    query_input = keras.Input((5,))
+    value_input = keras.Input((6, 4))
+    layer = _layer(3)
+    model = keras.Model(
+        [query_input, value_input], layer([query_input, value_input])
+    )
+    before = _weights(layer)
+    model.compile(
+        keras.optimizers.SGD(learning_rate=1.0),
+        loss=lambda y_true, y_pred: keras.ops.sum(y_true * y_pred),
+    )
+    model.fit([query, value], upstream, batch_size=2, epochs=1, verbose=0)
+    steps = [b - a for b, a in zip(before, _weights(layer), strict=True)]
+    expected = alignment_weight_gradients(query, value, *before, upstream)
+    for name, step, gradient in zip(
+        ("W_a", "U_a", "v_a"), steps, expected, strict=True
+    ):
+        np.testing.assert_allclose(
+            step, gradient, rtol=1e-4, atol=1e-5, err_msg=name
+        )
+
+
+def test_mixed_precision_training_step():
+    # bfloat16 compute, float32 weights and softmax; the rematerialized
+    # scores run in training.
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    try:
+        layer = _layer(3)
+        context, alpha = layer(
+            [np.ones((2, 5)), np.ones((2, 6, 4))], return_attention_scores=True
+        )
+        assert keras.backend.standardize_dtype(context.dtype) == "bfloat16"
+        assert keras.backend.standardize_dtype(alpha.dtype) == "float32"
+        query = keras.Input((5,))
+        value = keras.Input((6, 4))
+        model = keras.Model([query, value], layer([query, value]))
+        model.compile("sgd", "mse")
+        before = _weights(layer)
+        history = model.fit(
+            [np.random.rand(4, 5), np.random.rand(4, 6, 4)],
+            np.random.rand(4, 4),
+            verbose=0,
+        )
+        assert np.isfinite(history.history["loss"]).all()
+        assert all(w.dtype == "float32" for w in layer.weights)
+        assert not np.allclose(_weights(layer)[2], before[2])  # v_a learnt
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
 
 
 @pytest.mark.parametrize("units", [0, -2, 1.5, None])
