@@ -20,6 +20,7 @@ from keras_bahdanau import run_directory as rd
 from keras_bahdanau.train import ConfigError
 from keras_bahdanau.train import resolve_config
 from keras_bahdanau.train import train
+from tests.run_fixture import reversal_corpus
 
 TINY = [
     # RNNencdec compiles faster than RNNsearch and has the same vocabulary
@@ -109,15 +110,7 @@ def _corpus(tmp_path, n=100):
     rng = np.random.default_rng(0)
     words = [f"w{i}" for i in range(12)]  # 16 entries with the reserved 4
     sources = [" ".join(rng.choice(words, 4)) for _ in range(n)]
-    (tmp_path / "train.src").write_text("\n".join(sources) + "\n")
-    (tmp_path / "train.tgt").write_text(
-        "\n".join(" ".join(s.split()[::-1]) for s in sources) + "\n"
-    )
-    return [
-        "data.corpus=files",
-        f"data.source_file={tmp_path / 'train.src'}",
-        f"data.target_file={tmp_path / 'train.tgt'}",
-    ]
+    return reversal_corpus(tmp_path, sources)
 
 
 def _run_script(tmp_path, runs):

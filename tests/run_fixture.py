@@ -26,6 +26,24 @@ from keras_bahdanau.models import PervasiveAttention
 from keras_bahdanau.models import RNNSearch
 from keras_bahdanau.train import resolve_config
 
+
+def reversal_corpus(directory, sources):
+    """Writes `sources` and their word-reversed targets as a `files` corpus.
+
+    Returns the config overrides that train on it.
+    """
+    directory = pathlib.Path(directory)
+    (directory / "train.src").write_text("\n".join(sources) + "\n")
+    (directory / "train.tgt").write_text(
+        "\n".join(" ".join(s.split()[::-1]) for s in sources) + "\n"
+    )
+    return [
+        "data.corpus=files",
+        f"data.source_file={directory / 'train.src'}",
+        f"data.target_file={directory / 'train.tgt'}",
+    ]
+
+
 PAIRS = [
     ("Das Haus ist klein.", "The house is small."),
     ("Das Haus ist groß.", "The house is big."),

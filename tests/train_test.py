@@ -18,6 +18,7 @@ from keras_bahdanau.train import ConfigError
 from keras_bahdanau.train import resolve_config
 from keras_bahdanau.train import train
 from keras_bahdanau.training import compile_model
+from tests.run_fixture import reversal_corpus
 
 TINY = [
     "model.preset=",
@@ -38,15 +39,7 @@ def _corpus(tmp_path, n=160):
     sources = [
         " ".join(rng.choice(words, rng.integers(2, 6))) for _ in range(n)
     ]
-    (tmp_path / "train.src").write_text("\n".join(sources) + "\n")
-    (tmp_path / "train.tgt").write_text(
-        "\n".join(" ".join(s.split()[::-1]) for s in sources) + "\n"
-    )
-    return [
-        "data.corpus=files",
-        f"data.source_file={tmp_path / 'train.src'}",
-        f"data.target_file={tmp_path / 'train.tgt'}",
-    ]
+    return reversal_corpus(tmp_path, sources)
 
 
 def test_config_defaults_and_overrides():

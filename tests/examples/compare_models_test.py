@@ -12,6 +12,7 @@ import tensorflow as tf
 from keras_bahdanau import run_directory as rd
 from keras_bahdanau.train import ConfigError
 from keras_bahdanau.train import resolve_config
+from tests.run_fixture import reversal_corpus
 
 _SCRIPT = pathlib.Path(__file__).parents[2] / "examples" / "compare_models.py"
 _spec = importlib.util.spec_from_file_location("compare_models", _SCRIPT)
@@ -30,15 +31,7 @@ def _corpus(tmp_path, n=200):
     sources = [
         " ".join(rng.choice(words, rng.integers(1, 9))) for _ in range(n)
     ]
-    (tmp_path / "corpus.src").write_text("\n".join(sources) + "\n")
-    (tmp_path / "corpus.tgt").write_text(
-        "\n".join(" ".join(s.split()[::-1]) for s in sources) + "\n"
-    )
-    return [
-        "data.corpus=files",
-        f"data.source_file={tmp_path / 'corpus.src'}",
-        f"data.target_file={tmp_path / 'corpus.tgt'}",
-    ]
+    return reversal_corpus(tmp_path, sources)
 
 
 def _compare(tmp_path, architectures, *options):
