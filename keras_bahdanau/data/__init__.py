@@ -1,5 +1,7 @@
 """Data: parallel corpora, tokenizers and tf.data pipelines."""
 
+from keras_bahdanau.data.bible import bible
+from keras_bahdanau.data.bible import bible_file
 from keras_bahdanau.data.corpora import cache_dir
 from keras_bahdanau.data.corpora import ding_de_en
 from keras_bahdanau.data.corpora import ding_file
@@ -18,8 +20,10 @@ from keras_bahdanau.data.vocabulary import PAD_ID
 from keras_bahdanau.data.vocabulary import RESERVED_TOKENS
 from keras_bahdanau.data.vocabulary import UNK
 from keras_bahdanau.data.vocabulary import UNK_ID
+from keras_bahdanau.data.vocabulary import SentencePieceTokenizer
 from keras_bahdanau.data.vocabulary import Tokenizer
 from keras_bahdanau.data.vocabulary import WordPieceTokenizer
 from keras_bahdanau.data.vocabulary import WordTokenizer
 from keras_bahdanau.data.vocabulary import build_tokenizer
 from keras_bahdanau.data.vocabulary import load_tokenizer
+from keras_bahdanau.data.vocabulary import normalise_text

@@ -1,4 +1,7 @@
-"""Tokenizers: words with a frequency shortlist, or WordPiece subwords.
+"""Tokenizers: words with a frequency shortlist, or subwords.
+
+Subwords are WordPiece or SentencePiece (unigram or BPE); SentencePiece
+reads raw text and ignores the word splitting described below.
 
 Every tokenizer here is a `tf.Module` whose `tokenize()`, `tokens()` and
 `detokenize()` are TensorFlow graph functions. Called eagerly, inside
@@ -27,6 +30,7 @@ Every vocabulary starts with the reserved tokens `[PAD]`, `[UNK]`, `[BOS]`,
 """
 
 import collections
+import io
 import json
 import pathlib
 
@@ -70,6 +74,25 @@ _JOIN_RULES = (
 )
 
 
+def normalise_text(strings, lowercase=False):
+    """Collapses whitespace runs to one space, strips, optionally lowercases.
+
+    Args:
+        strings: string tensor, any shape.
+        lowercase: whether to lowercase (Unicode-aware).
+
+    Returns:
+        A string tensor of the same shape.
+    """
+    # Python's str.split() (used on vocabulary files) also splits on
+    # Unicode spaces and control characters; RE2's \s is ASCII only.
+    text = tf.strings.regex_replace(strings, r"[\s\p{Z}\p{Cc}]+", " ")
+    text = tf.strings.strip(text)
+    if lowercase:
+        text = tf.strings.lower(text, encoding="utf-8")
+    return text
+
+
 def split_words(strings, lowercase=False):
     """Normalises text and splits it into words and punctuation.
 
@@ -80,14 +103,10 @@ def split_words(strings, lowercase=False):
     Returns:
         A string tensor with one more dimension (ragged for 1-D input).
     """
-    # Python's str.split() (used on vocabulary files) also splits on
-    # Unicode spaces and control characters; RE2's \s is ASCII only.
-    text = tf.strings.regex_replace(strings, r"[\s\p{Z}\p{Cc}]+", " ")
-    text = tf.strings.strip(text)
-    if lowercase:
-        text = tf.strings.lower(text, encoding="utf-8")
     text = tf.strings.regex_replace(
-        text, r"([^\pL\pN\pM\s])", _MARK + r"\1" + _MARK
+        normalise_text(strings, lowercase),
+        r"([^\pL\pN\pM\s])",
+        _MARK + r"\1" + _MARK,
     )
     # Matches cannot overlap, so "a-b-c" needs a second pass for "b-c".
     for _ in range(2):
@@ -312,6 +331,11 @@ class Tokenizer(tf.Module):
     def get_config(self):
         return {"lowercase": self.lowercase}
 
+    @classmethod
+    def _from_folder(cls, path, config):
+        """The tokenizer of a folder written by `save()`."""
+        return cls(path / VOCABULARY_FILE, **config)
+
 
 class WordTokenizer(Tokenizer):
     """Word-level tokenizer with a frequency shortlist.
@@ -478,14 +502,163 @@ class WordPieceTokenizer(Tokenizer):
         return join_words(tf.strings.regex_replace(text, " ##", ""))
 
 
-TOKENIZERS = {"word": WordTokenizer, "wordpiece": WordPieceTokenizer}
+class SentencePieceTokenizer(Tokenizer):
+    """Subword tokenizer: a SentencePiece model (unigram or BPE).
+
+    SentencePiece (Kudo & Richardson, 2018, arXiv:1808.06226) learns its
+    pieces from raw text, spaces included (`"▁"` marks a piece that starts
+    a word), so `detokenize(tokenize(text))` gives back `text` (after the
+    whitespace normalisation of `normalise_text()`) whenever every
+    character of `text` was seen in training; an unseen character becomes
+    `[UNK]`. A small vocabulary (2k-8k pieces) is what pays on small
+    corpora (Sennrich & Zhang, 2019, arXiv:1905.11901).
+
+    Tokenizing runs tf-text's SentencePiece ops (what
+    `keras_hub.tokenizers.SentencePieceTokenizer` wraps; stock TF Serving
+    links them), detokenizing core TF string ops only. The model is
+    learnt with the `sentencepiece` package directly rather than with
+    `keras_hub.tokenizers.compute_sentence_piece_proto()`, which fixes the
+    normalisation to NFKC (so `"…"` would come back as `"..."`) and names
+    the reserved pieces `<pad>`, `<unk>`, ...; here they are
+    `RESERVED_TOKENS` at ids 0-3, as for every tokenizer of the package.
+
+    Args:
+        proto: the serialized SentencePiece model (bytes) or the path of a
+            `.model` file.
+        lowercase: whether to lowercase text before tokenizing.
+
+    Example:
+
+    >>> tokenizer = SentencePieceTokenizer.from_texts(
+    ...     ["Das Haus ist groß.", "Die Häuser sind klein."] * 50,
+    ...     max_vocabulary_size=40,
+    ... )
+    >>> tokenizer.detokenize(tokenizer.tokenize("Das Haus ist klein."))
+    <tf.Tensor: shape=(), dtype=string, numpy=b'Das Haus ist klein.'>
+    """
+
+    MODEL_FILE = "sentencepiece.model"
+    MODEL_TYPES = ("unigram", "bpe")
+
+    def __init__(self, proto, lowercase=False):
+        import tensorflow_text
+
+        if isinstance(proto, (str, pathlib.Path)):
+            proto = pathlib.Path(proto).read_bytes()
+        self._proto = bytes(proto)
+        model = tensorflow_text.SentencepieceTokenizer(model=self._proto)
+        pieces = model.id_to_string(tf.range(model.vocab_size())).numpy()
+        super().__init__([piece.decode("utf-8") for piece in pieces], lowercase)
+
+    @classmethod
+    def from_texts(
+        cls,
+        texts,
+        max_vocabulary_size=8000,
+        lowercase=False,
+        model_type="unigram",
+    ):
+        """Learns a SentencePiece model of exactly `max_vocabulary_size`.
+
+        Args:
+            texts: list of strings (one language, or both for a joint
+                vocabulary).
+            max_vocabulary_size: the number of pieces, reserved ones
+                included. More than the texts can fill is an error that
+                names the largest possible size.
+            lowercase: whether to lowercase text before tokenizing.
+            model_type: `"unigram"` (Kudo, 2018) or `"bpe"` (Sennrich et
+                al., 2016).
+
+        Returns:
+            A `SentencePieceTokenizer`.
+        """
+        import sentencepiece
+
+        _check_vocabulary_size(max_vocabulary_size)
+        if model_type not in cls.MODEL_TYPES:
+            raise ValueError(
+                f"`model_type` must be one of {cls.MODEL_TYPES}. Received: "
+                f"model_type={model_type!r}"
+            )
+        lines = [
+            line.decode("utf-8")
+            for line in normalise_text(tf.constant(texts), lowercase).numpy()
+        ]
+        writer = io.BytesIO()
+        try:
+            sentencepiece.SentencePieceTrainer.train(
+                sentence_iterator=iter(lines),
+                model_writer=writer,
+                vocab_size=max_vocabulary_size,
+                model_type=model_type,
+                # The text is normalised by normalise_text() alone, so
+                # that every seen character comes back as it was.
+                normalization_rule_name="identity",
+                character_coverage=1.0,
+                pad_id=PAD_ID,
+                unk_id=UNK_ID,
+                bos_id=BOS_ID,
+                eos_id=EOS_ID,
+                pad_piece=PAD,
+                unk_piece=UNK,
+                bos_piece=BOS,
+                eos_piece=EOS,
+                num_threads=1,  # deterministic
+                minloglevel=2,
+            )
+        except RuntimeError as error:
+            raise ValueError(
+                "SentencePiece could not learn a vocabulary of "
+                f"max_vocabulary_size={max_vocabulary_size} from "
+                f"{len(lines)} texts: {error}"
+            ) from None
+        return cls(writer.getvalue(), lowercase)
+
+    def _tokenize_ops(self, strings):
+        import tensorflow_text
+
+        # Built inside the graph function, not once in __init__: tf-text's
+        # model resource belongs to the kernel that made it, and eager
+        # kernels are dropped by `tf.random.set_seed()` (so by
+        # `keras.utils.set_random_seed()`), after which every call fails
+        # with NotFoundError. In the graph, the kernel, and the model it
+        # parsed once, live as long as the graph function.
+        model = tensorflow_text.SentencepieceTokenizer(model=self._proto)
+        text = normalise_text(strings, self.lowercase)
+        return tf.cast(model.tokenize(text), "int32")
+
+    def _tokens_ops(self, strings):
+        return tf.gather(self._vocabulary_tensor, self._tokenize_ops(strings))
+
+    def _join_tokens(self, tokens):
+        text = tf.strings.reduce_join(tokens, -1)
+        return tf.strings.strip(tf.strings.regex_replace(text, "▁", " "))
+
+    def save(self, path):
+        """Saves `sentencepiece.model` besides the files of `Tokenizer`."""
+        super().save(path)
+        (pathlib.Path(path) / self.MODEL_FILE).write_bytes(self._proto)
+
+    @classmethod
+    def _from_folder(cls, path, config):
+        return cls(path / cls.MODEL_FILE, **config)
+
+
+TOKENIZERS = {
+    "word": WordTokenizer,
+    "wordpiece": WordPieceTokenizer,
+    "unigram": SentencePieceTokenizer,
+    "bpe": SentencePieceTokenizer,
+}
 
 
 def build_tokenizer(kind, texts, max_vocabulary_size, lowercase=False):
     """Builds a tokenizer of the given kind from training texts.
 
     Args:
-        kind: `"word"` (frequency shortlist) or `"wordpiece"` (subwords).
+        kind: `"word"` (frequency shortlist), `"wordpiece"`, or the
+            SentencePiece subwords `"unigram"` and `"bpe"`.
         texts: list of strings in one language.
         max_vocabulary_size: the most tokens, reserved ones included; the
             paper uses 30,000 words.
@@ -509,6 +682,10 @@ def build_tokenizer(kind, texts, max_vocabulary_size, lowercase=False):
     texts = list(texts)
     if not texts:
         raise ValueError("`texts` is empty: a vocabulary needs some text.")
+    if TOKENIZERS[kind] is SentencePieceTokenizer:
+        return SentencePieceTokenizer.from_texts(
+            texts, max_vocabulary_size, lowercase, model_type=kind
+        )
     return TOKENIZERS[kind].from_texts(texts, max_vocabulary_size, lowercase)
 
 
@@ -519,7 +696,7 @@ def load_tokenizer(path):
         path: the folder holding `vocabulary.txt` and `tokenizer.json`.
 
     Returns:
-        A `WordTokenizer` or a `WordPieceTokenizer`.
+        A `WordTokenizer`, `WordPieceTokenizer` or `SentencePieceTokenizer`.
     """
     path = pathlib.Path(path)
     config_path = path / CONFIG_FILE
@@ -536,7 +713,7 @@ def load_tokenizer(path):
             f"Unknown tokenizer class in {str(config_path)!r}. Received: "
             f"class_name={class_name!r}; expected one of {sorted(classes)}."
         )
-    return classes[class_name](path / VOCABULARY_FILE, **config)
+    return classes[class_name]._from_folder(path, config)
 
 
 def _read_vocabulary(path):

@@ -24,19 +24,24 @@ SENTENCES = [
     "¿Qué tal? ¡Bien!",
     "Warte…",
 ]
-KINDS = ["word", "wordpiece"]
+KINDS = ["word", "wordpiece", "unigram", "bpe"]
+WORD_KINDS = ["word", "wordpiece"]  # split into words first
+SENTENCEPIECE_KINDS = ["unigram", "bpe"]
+# SentencePiece learns exactly the size asked for, at most what the text
+# holds; the word-based learners stop where the text does.
+SIZES = {"word": 400, "wordpiece": 400, "unigram": 80, "bpe": 80}
 
 
 @pytest.fixture(scope="module")
 def tokenizers():
     # Repeated so that WordPiece's learner (minimum count 10) keeps pieces.
     return {
-        kind: vocabulary.build_tokenizer(kind, SENTENCES * 10, 400)
+        kind: vocabulary.build_tokenizer(kind, SENTENCES * 10, SIZES[kind])
         for kind in KINDS
     }
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", WORD_KINDS)
 def test_reserved_ids_and_unknown_words(tokenizers, kind):
     tokenizer = tokenizers[kind]
     assert tokenizer.get_vocabulary()[:4] == list(RESERVED_TOKENS)
@@ -90,7 +95,7 @@ def test_word_normalisation():
     ]
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", WORD_KINDS)
 def test_detokenize_stops_at_eos_and_drops_pad_and_bos(tokenizers, kind):
     tokenizer = tokenizers[kind]
     apple, red, dot = tokenizer.tokenize("Apfel rot.").numpy().tolist()
@@ -134,6 +139,8 @@ def test_save_and_load(tokenizers, kind, tmp_path):
     other = {
         "word": vocabulary.WordPieceTokenizer,
         "wordpiece": vocabulary.WordTokenizer,
+        "unigram": vocabulary.WordTokenizer,
+        "bpe": vocabulary.WordPieceTokenizer,
     }[kind]
     with pytest.raises(ValueError, match="not a"):
         other.load(tmp_path / kind)
@@ -171,11 +178,61 @@ def test_invalid_arguments(tmp_path):
         vocabulary.WordTokenizer(list(RESERVED_TOKENS) + ["a", "b", "a"])
     with pytest.raises(ValueError, match="no whitespace"):
         vocabulary.WordTokenizer(list(RESERVED_TOKENS) + ["a b"])
-    with pytest.raises(ValueError, match="Received: kind='bpe'"):
-        vocabulary.build_tokenizer("bpe", SENTENCES, 100)
+    with pytest.raises(ValueError, match="Received: kind='char'"):
+        vocabulary.build_tokenizer("char", SENTENCES, 100)
     with pytest.raises(ValueError, match="max_vocabulary_size=4"):
         vocabulary.build_tokenizer("word", SENTENCES, 4)
     with pytest.raises(ValueError, match="empty"):
         vocabulary.build_tokenizer("word", [], 100)
     with pytest.raises(ValueError, match="shape=\\(1, 1\\)"):
         vocabulary.WordTokenizer.from_texts(SENTENCES, 100).tokenize([["a"]])
+
+
+@pytest.mark.parametrize("kind", SENTENCEPIECE_KINDS)
+def test_sentencepiece_sizes_and_reserved_ids(tokenizers, kind):
+    tokenizer = tokenizers[kind]
+    assert isinstance(tokenizer, vocabulary.SentencePieceTokenizer)
+    # Exactly the size asked for, the reserved tokens at ids 0-3.
+    assert tokenizer.vocabulary_size == SIZES[kind]
+    assert tokenizer.get_vocabulary()[:4] == list(RESERVED_TOKENS)
+    # Control tokens never come out of text, even spelled out.
+    ids = tokenizer.tokenize("[PAD] [BOS] [EOS] Apfel").numpy()
+    assert not set(ids) & {PAD_ID, BOS_ID, EOS_ID}
+    # An unseen character becomes [UNK]; its neighbours stay pieces.
+    ids = tokenizer.tokenize("Ωrot").numpy().tolist()
+    assert UNK_ID in ids and len(ids) > 1
+    assert tokenizer.detokenize(ids).numpy() == b"[UNK]rot"
+    with pytest.raises(ValueError, match="max_vocabulary_size=5000"):
+        vocabulary.build_tokenizer(kind, SENTENCES, 5000)
+
+
+@pytest.mark.parametrize("kind", SENTENCEPIECE_KINDS)
+def test_sentencepiece_normalises_spaces_only(tokenizers, kind):
+    tokenizer = tokenizers[kind]
+    text = tokenizer.detokenize(
+        tokenizer.tokenize("  Der\tApfel\u00a0ist rot. ")
+    )
+    assert text.numpy() == b"Der Apfel ist rot."
+    # No NFKC: "…" and "„“" come back as they were.
+    assert tokenizer.detokenize(tokenizer.tokenize("Warte…")).numpy() == (
+        "Warte…".encode()
+    )
+    tokens = tokenizer.tokens("Der Apfel").numpy().tolist()
+    assert b"".join(tokens).decode().replace("\u2581", " ").strip() == (
+        "Der Apfel"
+    )
+    ids = tokenizer.tokenize(["", "  "]).to_list()
+    assert ids == [[], []]
+    assert tokenizer.detokenize([EOS_ID]).numpy() == b""
+    lowercase = vocabulary.build_tokenizer(
+        kind, SENTENCES * 10, SIZES[kind], lowercase=True
+    )
+    assert lowercase.tokenize("DER APFEL").numpy().tolist() == (
+        lowercase.tokenize("der apfel").numpy().tolist()
+    )
+
+
+def test_sentencepiece_learns_the_same_model_twice():
+    first = vocabulary.build_tokenizer("unigram", SENTENCES * 10, 80)
+    second = vocabulary.build_tokenizer("unigram", SENTENCES * 10, 80)
+    assert first.get_vocabulary() == second.get_vocabulary()
