@@ -16,10 +16,16 @@ REST needs only the standard library. gRPC needs `grpcio` and
 a wire-compatible `PredictRequest` from TensorFlow's own protobuf classes
 (enough to inspect or serialize it, not to send it).
 
-The server refuses a request over the limits fixed at export (sentences
-per request, tokens per sentence; see docs/serving.md): `send_rest()` and
-`send_grpc()` then raise `ServingError` with the server's message, e.g.
-"At most 100 tokens per sentence (max_source_tokens) ...".
+Every sentence of a request gets its own result with a `status`: `ok`,
+`empty` (no token) or `too_long` (over the model's `max_source_tokens`;
+not translated, the other sentences are). `sentence_results()` turns a
+response into one dict per sentence, and the command prints one JSON
+line per sentence, flags each one that is not `ok` on stderr and exits
+with status 2 if one is `too_long`. The server refuses a whole request
+only over its request limits (sentences per request, a bad `beam_size`;
+see docs/serving.md): `send_rest()` and `send_grpc()` then raise
+`ServingError` with the server's message, e.g. "At most 64 sentences
+per request (max_batch) ...", and the command exits with status 1.
 """
 
 import argparse
@@ -36,6 +42,14 @@ SIGNATURE_INPUTS = {
     "align": ("text",),
 }
 N_BEST_DTYPES = {"beam_size": "int32", "n_best": "int32"}
+# What the `status` output of a sentence that was not translated means.
+STATUS_NOTES = {
+    "empty": "nothing to translate (no token)",
+    "too_long": "not translated: more tokens than the model's "
+    "max_source_tokens; split or shorten it",
+}
+# Exit status of the command when a sentence is `too_long` (1: refused).
+EXIT_NOT_TRANSLATED = 2
 
 
 def rest_request(
@@ -283,6 +297,42 @@ def send_grpc(target, request, timeout=60):
     }
 
 
+def sentence_results(response):
+    """One dict of outputs per sentence, in request order.
+
+    Every output of the signatures is batch-major, so row `i` of each
+    belongs to sentence `i`; its `status` says whether it was translated.
+
+    Args:
+        response: what `send_rest()` returns (row format `predictions`
+            or columnar `outputs`) or what `send_grpc()` returns (a dict
+            of NumPy arrays, strings as bytes).
+
+    Returns:
+        A list of dicts, e.g. `{"translation": "...", "score": -1.9,
+        "status": "ok"}`, with str for strings.
+    """
+    if "predictions" in response:
+        return list(response["predictions"])
+    columns = response.get("outputs", response)
+    columns = {name: _plain(value) for name, value in columns.items()}
+    return [
+        dict(zip(columns, row, strict=True))
+        for row in zip(*columns.values(), strict=True)
+    ]
+
+
+def _plain(value):
+    """JSON-like values of a NumPy array (gRPC) or of JSON itself."""
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    if isinstance(value, bytes):  # The served strings are valid UTF-8.
+        return value.decode("utf-8")
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    return value
+
+
 def _check_texts(texts):
     if isinstance(texts, str | bytes):
         raise ValueError(
@@ -371,17 +421,31 @@ def _run(args):
         if args.dry_run:
             print(request)
             return 0
-        for name, value in send_grpc(args.grpc, request).items():
-            print(name, value.tolist())
-        return 0
-    body = rest_request(args.sentences, signature, **options)
-    version = f"/versions/{args.version}" if args.version else ""
-    url = f"{args.rest}/v1/models/{args.model}{version}:predict"
-    if args.dry_run:
-        print(f"POST {url}\n{json.dumps(body, ensure_ascii=False, indent=2)}")
-        return 0
-    print(json.dumps(send_rest(url, body), ensure_ascii=False, indent=2))
-    return 0
+        response = send_grpc(args.grpc, request)
+    else:
+        body = rest_request(args.sentences, signature, **options)
+        version = f"/versions/{args.version}" if args.version else ""
+        url = f"{args.rest}/v1/models/{args.model}{version}:predict"
+        if args.dry_run:
+            body = json.dumps(body, ensure_ascii=False, indent=2)
+            print(f"POST {url}\n{body}")
+            return 0
+        response = send_rest(url, body)
+    exit_status = 0
+    results = sentence_results(response)
+    for i, (sentence, result) in enumerate(
+        zip(args.sentences, results, strict=True)
+    ):
+        print(json.dumps({"sentence": sentence, **result}, ensure_ascii=False))
+        # A version exported before `status` existed refused a request
+        # with a sentence it could not translate: all are translated.
+        status = result.get("status", "ok")
+        if status != "ok":
+            note = STATUS_NOTES.get(status, "unknown status")
+            print(f"sentence {i}: {status}: {note}", file=sys.stderr)
+        if status == "too_long":
+            exit_status = EXIT_NOT_TRANSLATED
+    return exit_status
 
 
 if __name__ == "__main__":

@@ -7,31 +7,47 @@ tokenization, beam search and detokenization all run inside the graph, so
 a server needs no Python and no keras_bahdanau. See docs/serving.md.
 
 * `serving_default`: `text` string `(batch,)` -> `translation` string
-  `(batch,)` and `score` float32 `(batch,)`, with the search settings
-  fixed at export.
+  `(batch,)`, `score` float32 `(batch,)` and `status` string `(batch,)`,
+  with the search settings fixed at export.
 * `translate_n_best`: `text` `(batch,)`, `beam_size` int32 `()`, `n_best`
   int32 `()`, `length_penalty` float32 `()` -> `translations` string
-  `(batch, n_best)` and `scores` float32 `(batch, n_best)`, best first.
-  An empty n-best slot (fewer hypotheses exist) is `""` with score
-  `-inf`. `beam_size` is at most `max_beam_size`: shapes are static, so
-  the graph holds one search per beam size from 1 to `max_beam_size`.
-* `align`: `text` `(batch,)` -> `translation`, `score`, `source_tokens`
-  string `(batch, Tx)`, `source_length` int32 `(batch,)`,
-  `target_tokens` string `(batch, T)` (ending with `[EOS]`),
+  `(batch, n_best)`, `scores` float32 `(batch, n_best)`, best first, and
+  `status` `(batch,)`. An empty n-best slot (fewer hypotheses exist) is
+  `""` with score `LOWEST_SCORE`. `beam_size` is at most
+  `max_beam_size`: shapes are static, so the graph holds one search per
+  beam size from 1 to `max_beam_size`.
+* `align`: `text` `(batch,)` -> `translation`, `score`, `status`,
+  `source_tokens` string `(batch, Tx)`, `source_length` int32
+  `(batch,)`, `target_tokens` string `(batch, T)` (ending with `[EOS]`),
   `target_length` int32 `(batch,)` and `alignment` float32
   `(batch, T, Tx)`; padded with `""` and 0 beyond the lengths.
 
-All signatures read text as `Translator` does: a source with no token
-(empty, only spaces or control characters) translates to `""` with score
-0; invalid UTF-8 bytes (which a Python str cannot hold) become U+FFFD.
+Every signature answers each sentence on its own, with a `status` (one
+of `STATUSES`): `"ok"`, translated; `"empty"`, no token (empty, only
+spaces or control characters); `"too_long"`, more than
+`max_source_tokens` tokens. An `"empty"` or `"too_long"` sentence is not
+searched: its translation is `""`, its score 0 (in `translate_n_best`
+one such hypothesis, the other slots empty) and its lengths in `align`
+are 0. The other sentences of the request are translated exactly as in
+a request of their own, and as `Translator(max_source_length=
+max_source_tokens, long_sources="error")` translates them (which raises
+where the served model answers `"too_long"`). Text is read as
+`Translator` reads it: invalid UTF-8 bytes (which a Python str cannot
+hold) become U+FFFD.
+
+Every score is a finite float32, as JSON (TF Serving's REST API) has no
+infinity or NaN: an empty n-best slot scores `LOWEST_SCORE`, the lowest
+float32, below every real score so that the n-best lists stay sorted;
+so does a search score of `-inf` (the coverage penalty of a source
+token given no attention at all) or NaN (a broken model).
+
 Two limits, fixed at export and recorded in `METADATA_FILE`, bound what
-one request can cost (the search's memory grows with both): a request of
-more than `max_batch` sentences, or with a sentence of more than
-`max_source_tokens` tokens, fails with `INVALID_ARGUMENT` and a message
-naming the limit. Nothing is truncated or split: a long sentence is
-refused, like `Translator(max_source_length=max_source_tokens,
-long_sources="error")` refuses it, and TF Serving's own batching is the
-place to split requests.
+one request can cost (the search's memory grows with both): a sentence
+of more than `max_source_tokens` tokens is answered `"too_long"` as
+above, and a request of more than `max_batch` sentences fails as a
+whole with `INVALID_ARGUMENT` and a message naming the limit, as does a
+bad `beam_size`, `n_best` or `length_penalty`. Nothing is truncated or
+split: TF Serving's own batching is the place to split requests.
 
 The artifact is always built on the TensorFlow backend, whatever backend
 trained the weights: a JAX export puts the whole computation into one
@@ -50,11 +66,20 @@ import sys
 import tempfile
 
 import keras
+import numpy as np
 
 from keras_bahdanau import decoding
 from keras_bahdanau import run_directory
 
 SIGNATURES = ("serving_default", "translate_n_best", "align")
+# The per-sentence `status` of every signature, see the module docstring.
+STATUS_OK = "ok"
+STATUS_EMPTY = "empty"
+STATUS_TOO_LONG = "too_long"
+STATUSES = (STATUS_OK, STATUS_EMPTY, STATUS_TOO_LONG)
+# Stands for a score of -inf (an empty n-best slot): JSON has no infinity,
+# and the lowest float32 still sorts below every real score.
+LOWEST_SCORE = float(np.finfo(np.float32).min)
 # Read by tools, ignored by TF Serving (assets.extra is for such files).
 METADATA_FILE = "assets.extra/keras_bahdanau.json"
 
@@ -94,7 +119,7 @@ def export_saved_model(
         max_length: int, the most target tokens (EOS included), or None
             for `2 * Tx + 10` as in `Translator`.
         max_source_tokens: int >= 1, the most tokens a sentence may have;
-            a request with a longer one fails with `INVALID_ARGUMENT`.
+            a longer one is not translated and gets status `"too_long"`.
         max_batch: int >= 1, the most sentences per request; a larger
             request fails with `INVALID_ARGUMENT`.
         max_beam_size: int >= 1, the largest `beam_size` that
@@ -406,16 +431,18 @@ class _ServingGraph:
             self.target.detokenize(tf.reshape(token_ids, [-1, shape[2]])),
             shape[:2],
         )  # (batch * n_best, T) -> (batch, n_best)
-        # An empty source has one hypothesis, the empty one, scored 0.
-        empty = tf.equal(source["length"], 0)[:, None]  # (batch, 1)
+        # A sentence not searched (empty, too long) has one hypothesis,
+        # the empty one, scored 0, as `Translator` gives an empty source.
+        searched = (source["length"] > 0)[:, None]  # (batch, 1)
         first = tf.equal(tf.range(shape[1]), 0)[None, :]  # (1, n_best)
         return {
-            "translations": tf.where(empty, "", translations),
+            "translations": tf.where(searched, translations, ""),
             "scores": tf.where(
-                empty,
-                tf.where(first, 0.0, float("-inf")),
-                result["scores"][:, :n_best],
+                searched,
+                _finite(result["scores"][:, :n_best]),
+                tf.where(first, 0.0, LOWEST_SCORE),
             ),  # (batch, n_best)
+            "status": source["status"],
         }
 
     def align(self, text):
@@ -423,8 +450,8 @@ class _ServingGraph:
 
         source = self._read(text)
         result = self.search(source["ids"], self.beam_size, self.length_penalty)
-        empty = tf.equal(source["length"], 0)  # (batch,)
-        target_length = tf.where(empty, 0, result["lengths"][:, 0])
+        searched = source["length"] > 0  # (batch,)
+        target_length = tf.where(searched, result["lengths"][:, 0], 0)
         width = tf.reduce_max(tf.concat([target_length, [0]], 0))
         ids = result["token_ids"][:, 0, :width]  # (batch, T)
         is_target = tf.range(width)[None, :] < target_length[:, None]
@@ -438,15 +465,24 @@ class _ServingGraph:
                 is_target, tf.gather(vocabulary, ids), ""
             ),  # (batch, T)
             "target_length": target_length,
-            "alignment": tf.where(is_target[:, :, None], alignment, 0.0),
+            # Weights from a softmax are finite, unless the model itself
+            # gives NaN; JSON could not carry that.
+            "alignment": tf.where(
+                is_target[:, :, None] & tf.math.is_finite(alignment),
+                alignment,
+                0.0,
+            ),  # (batch, T, Tx)
         }
 
     def _read(self, text):
-        """Checks and tokenizes a batch of text.
+        """Checks and tokenizes a batch of text; each sentence's status.
 
         Refuses (INVALID_ARGUMENT) a request of more than `max_batch`
-        sentences or with a sentence of more than `max_source_tokens`
-        tokens: they bound what one request may cost.
+        sentences: that bounds what one request may cost. A sentence of
+        more than `max_source_tokens` tokens only gets status `too_long`
+        and an empty row (length 0, like an empty sentence), so that it
+        costs the search no more than an empty one and leaves the other
+        rows as they would be in a request of their own.
         """
         import tensorflow as tf
 
@@ -462,29 +498,31 @@ class _ServingGraph:
                 text, "UTF-8", "UTF-8", errors="replace"
             )
         ids = self.source.tokenize(text)
+        tokens = self.source.tokens(text)
         length = tf.cast(ids.row_lengths(), tf.int32)  # (batch,)
-        # The first sentence over the limit, if any: (0 or 1,).
-        too_long = tf.cast(tf.where(length > self.max_source_tokens), "int32")
-        too_long = too_long[:1, 0]
-        check = _check(
-            tf.size(too_long) == 0,
-            f"At most {self.max_source_tokens} tokens per sentence "
-            "(max_source_tokens); split or shorten the sentence. Received: "
-            "sentence (0-based), tokens =",
-            tf.stack([too_long, tf.gather(length, too_long)], axis=1),
-        )
-        # Nothing downstream (the search) runs before the check passes.
-        with tf.control_dependencies([check]):
-            tokens = self.source.tokens(text)
-            # At least one column: a model cannot encode zero positions.
-            shape = tf.stack(
-                [ids.nrows(), tf.maximum(ids.bounding_shape(1), 1)]
-            )
-            return {
-                "ids": ids.to_tensor(0, shape=shape),  # (batch, Tx)
-                "tokens": tokens.to_tensor("", shape=shape),  # (batch, Tx)
-                "length": tf.identity(length),  # (batch,)
-            }
+        too_long = length > self.max_source_tokens  # (batch,)
+        status = tf.where(
+            too_long,
+            STATUS_TOO_LONG,
+            tf.where(tf.equal(length, 0), STATUS_EMPTY, STATUS_OK),
+        )  # (batch,)
+        length = tf.where(too_long, 0, length)  # What the search reads.
+        # As wide as the longest row searched, so a too-long row cannot
+        # widen the batch (`to_tensor` cuts longer rows to this shape),
+        # and at least one column: a model cannot encode zero positions.
+        width = tf.maximum(tf.reduce_max(length), 1)  # 1 for no sentence
+        shape = tf.stack([ids.nrows(), tf.cast(width, tf.int64)])
+        searched = (length > 0)[:, None]  # (batch, 1)
+        return {
+            "ids": tf.where(
+                searched, ids.to_tensor(0, shape=shape), 0
+            ),  # (batch, Tx)
+            "tokens": tf.where(
+                searched, tokens.to_tensor("", shape=shape), ""
+            ),  # (batch, Tx)
+            "length": length,  # (batch,)
+            "status": status,  # (batch,)
+        }
 
     def _search(self, source_ids, beam_size, length_penalty):
         """Beam search with a run-time beam size and length penalty.
@@ -528,11 +566,12 @@ class _ServingGraph:
     def _best(self, source, result):
         import tensorflow as tf
 
-        empty = tf.equal(source["length"], 0)  # (batch,)
+        searched = source["length"] > 0  # (batch,)
         translation = self.target.detokenize(result["token_ids"][:, 0])
         return {
-            "translation": tf.where(empty, "", translation),
-            "score": tf.where(empty, 0.0, result["scores"][:, 0]),
+            "translation": tf.where(searched, translation, ""),
+            "score": tf.where(searched, _finite(result["scores"][:, 0]), 0.0),
+            "status": source["status"],
         }
 
 
@@ -540,6 +579,18 @@ def _check(condition, message, value):
     import tensorflow as tf
 
     return tf.debugging.Assert(condition, [message, value])
+
+
+def _finite(scores):
+    """Scores with `LOWEST_SCORE` for -inf (and for NaN, a broken model).
+
+    A search score `log P / lp + cp` is at most 0, so these are the only
+    values JSON cannot carry: an empty n-best slot, a coverage penalty of
+    `log 0` (a source token never attended to), NaN logits.
+    """
+    import tensorflow as tf
+
+    return tf.where(tf.math.is_finite(scores), scores, LOWEST_SCORE)
 
 
 def _is_int(value):
@@ -577,7 +628,7 @@ def add_arguments(parser):
         "--max-source-tokens",
         type=int,
         default=100,
-        help="most tokens per sentence (more: INVALID_ARGUMENT)",
+        help="most tokens per sentence (more: status too_long)",
     )
     parser.add_argument(
         "--max-batch",
@@ -615,4 +666,13 @@ def run(args):
     return 0
 
 
-__all__ = ["METADATA_FILE", "SIGNATURES", "export_saved_model"]
+__all__ = [
+    "LOWEST_SCORE",
+    "METADATA_FILE",
+    "SIGNATURES",
+    "STATUSES",
+    "STATUS_EMPTY",
+    "STATUS_OK",
+    "STATUS_TOO_LONG",
+    "export_saved_model",
+]

@@ -12,6 +12,7 @@ the client's PredictRequests fit the signatures. Outputs are compared with
 """
 
 import base64
+import contextlib
 import http.server
 import importlib.util
 import json
@@ -32,6 +33,7 @@ import tensorflow as tf
 from keras_bahdanau import cli
 from keras_bahdanau import export
 from keras_bahdanau import run_directory
+from keras_bahdanau.data import SentencePieceTokenizer
 from keras_bahdanau.data import WordPieceTokenizer
 from keras_bahdanau.data import WordTokenizer
 from keras_bahdanau.models import RNNSearch
@@ -53,7 +55,7 @@ SENTENCES = [source for source, _ in PAIRS] + [
     # 8 tokens: exactly `max_source_tokens`.
     "Der Hund und die Katze schlafen heute.",
 ]
-# Over `max_source_tokens`: refused, never truncated.
+# Over `max_source_tokens`: status too_long, never truncated.
 TOO_LONG = {
     "nine_tokens": "Der Hund und die Katze schlafen heute im Haus",
     "long_sentence": "Das Haus ist klein. " * 1250,  # 6,250 tokens.
@@ -67,6 +69,24 @@ HOSTILE = {
     "mixed_scripts": "Das Haus дом 家 بيت ist klein.",
     "long_token": "Donaudampfschifffahrt" * 5000,  # 105,000 letters.
 }
+# Normal sentences, the last two of `max_source_tokens` tokens or fewer.
+NORMAL = [PAIRS[4][0], SENTENCES[-1], PAIRS[9][0]]
+# One request of `max_batch` sentences of every kind, too long ones
+# between normal ones: each must get the result it gets alone.
+MIXED = [
+    NORMAL[0],
+    TOO_LONG["nine_tokens"],
+    HOSTILE["empty"],
+    NORMAL[1],
+    TOO_LONG["long_sentence"],
+    HOSTILE["whitespace"],
+    HOSTILE["invalid_utf8"],
+    HOSTILE["control"],
+    NORMAL[2],
+    HOSTILE["emoji"],
+    HOSTILE["mixed_scripts"],
+    HOSTILE["long_token"],
+]
 BANNED_OPS = {"PyFunc", "PyFuncStateless", "EagerPyFunc", "XlaCallModule"}
 # The loader blocks these before importing TensorFlow: an import of any
 # of them raises ImportError, as on a TF Serving machine without them.
@@ -227,6 +247,29 @@ CALLS = {
         for name, text in HOSTILE.items()
     },
     "too_many": request("serving_default", ["Das ist gut."] * 13),
+    # A request limit refuses the request, too-long sentences or not.
+    "too_many_with_too_long": request(
+        "serving_default", MIXED + ["Das ist gut."]
+    ),
+    "mixed": request("serving_default", MIXED),
+    "mixed_align": request("align", MIXED),
+    "mixed_n_best": request(
+        "translate_n_best", MIXED, beam_size=2, n_best=2, length_penalty=0
+    ),
+    **{
+        f"alone_{i}": request("serving_default", [text])
+        for i, text in enumerate(NORMAL)
+    },
+    **{
+        f"alone_align_{i}": request("align", [text])
+        for i, text in enumerate(NORMAL)
+    },
+    **{
+        f"alone_n_best_{i}": request(
+            "translate_n_best", [text], beam_size=2, n_best=2, length_penalty=0
+        )
+        for i, text in enumerate(NORMAL)
+    },
     "too_long": request(
         "serving_default", ["Das ist gut.", TOO_LONG["nine_tokens"]]
     ),
@@ -422,6 +465,7 @@ def test_signatures_are_batch_major(served):
         "outputs": {
             "translation": ["string", [None]],
             "score": ["float32", [None]],
+            "status": ["string", [None]],
         },
     }
     assert signatures["translate_n_best"] == {
@@ -434,9 +478,11 @@ def test_signatures_are_batch_major(served):
         "outputs": {
             "translations": ["string", [None, None]],
             "scores": ["float32", [None, None]],
+            "status": ["string", [None]],
         },
     }
     outputs = signatures["align"]["outputs"]
+    assert outputs["status"] == ["string", [None]]
     assert outputs["alignment"] == ["float32", [None, None, None]]
     assert outputs["source_tokens"] == outputs["target_tokens"]
     assert outputs["source_length"] == ["int32", [None]]
@@ -483,8 +529,11 @@ def test_translate_n_best_equals_translator(session, key):
         )
         # Empty n-best slots (the empty sentence has one hypothesis).
         assert set(texts[len(hypotheses) :]) <= {""}
-        assert set(scores[len(hypotheses) :]) <= {-math.inf}
-    assert result["scores"][len(PAIRS)] == [0.0] + [-math.inf] * (n_best - 1)
+        assert set(scores[len(hypotheses) :]) <= {export.LOWEST_SCORE}
+    assert result["scores"][len(PAIRS)] == [0.0] + [export.LOWEST_SCORE] * (
+        n_best - 1
+    )
+    assert result["status"][len(PAIRS)] == "empty"
 
 
 def test_align_equals_translator_attention(session):
@@ -559,29 +608,173 @@ def test_hostile_input_gives_defined_results(session):
 def test_limits_fail_with_clear_errors(session):
     calls = session.served["calls"]
     assert calls["no_sentences"]["translation"] == []
-    too_long = "At most 8 tokens per sentence (max_source_tokens)"
+    assert calls["no_sentences"]["status"] == []
     for key, message in [
         ("too_many", "At most 12 sentences per request"),
         ("too_many", "Received: sentences =] [13]"),
-        ("too_long", too_long),
-        ("too_long", "sentence (0-based), tokens =] [[1 9]]"),
-        ("too_long_align", "tokens =] [[0 6250]]"),
-        ("too_long_n_best", "tokens =] [[0 6250]]"),
+        ("too_many_with_too_long", "Received: sentences =] [13]"),
         ("beam_too_large", "beam_size must be in [1, 2]"),
         ("n_best_too_large", "n_best must be in [1, beam_size]"),
         ("negative_length_penalty", "length_penalty must be a finite"),
     ]:
         assert calls[key]["error"] == "InvalidArgumentError", key
         assert message in calls[key]["message"], (key, calls[key]["message"])
-    # Refused before the search: far faster than searching 5,000 tokens.
-    assert calls["too_long_align"]["seconds"] < 5
-    # The Translator with the same limit refuses the same sentences.
+    # The served model answers "too_long" where the Translator with the
+    # same limit refuses: the same sentences.
     for text, length in [(TOO_LONG["nine_tokens"], 9), (SENTENCES[-1], 8)]:
         tokens = session.translator.source_tokenizer.tokenize(text)
         assert len(tokens) == length
     for text in TOO_LONG.values():
         with pytest.raises(ValueError, match="more than max_source_length=8"):
             session.translator.translate(["Das ist gut.", text])
+
+
+def test_a_too_long_sentence_is_answered_not_refused(session):
+    calls = session.served["calls"]
+    alone = session.expected["translate"][SENTENCES.index("Das ist gut.")]
+    result = calls["too_long"]  # ["Das ist gut.", nine tokens]
+    assert result["status"] == ["ok", "too_long"]
+    assert result["translation"] == [alone.text, ""]
+    assert result["score"][1] == 0.0
+    np.testing.assert_allclose(result["score"][0], alone.score, atol=1e-4)
+    aligned = calls["too_long_align"]  # [6,250 tokens]
+    assert aligned["status"] == ["too_long"]
+    assert aligned["source_length"] == aligned["target_length"] == [0]
+    # An empty row was searched: one column, nothing emitted.
+    assert aligned["source_tokens"] == [[""]]
+    assert aligned["target_tokens"] == [[]]
+    # Far faster than searching 6,250 tokens.
+    assert aligned["seconds"] < 5
+    n_best = calls["too_long_n_best"]  # [6,250 tokens, "Das"]
+    assert n_best["status"] == ["too_long", "ok"]
+    assert n_best["translations"][0] == [""]
+    assert n_best["scores"][0] == [0.0]
+    assert n_best["translations"][1] != [""]
+
+
+def expected_status(translator, text):
+    """The status the served model must give `text`, by Translator's rule."""
+    if isinstance(text, bytes):  # Read as the served model reads it.
+        text = text.decode("utf-8", "replace")
+    length = len(translator.source_tokenizer.tokenize(text))
+    if length > SETTINGS["max_source_tokens"]:
+        return "too_long"
+    return "ok" if length else "empty"
+
+
+def test_a_mixed_batch_answers_each_sentence_as_alone(session):
+    calls = session.served["calls"]
+    assert len(MIXED) == SETTINGS["max_batch"]
+    statuses = [expected_status(session.translator, t) for t in MIXED]
+    assert statuses.count("too_long") == len(TOO_LONG)
+    assert statuses.count("empty") == 2
+    batch, n_best, aligned = (
+        calls[key] for key in ("mixed", "mixed_n_best", "mixed_align")
+    )
+    for result in (batch, n_best, aligned):
+        assert result.get("status") == statuses, result
+    # Not searched: what an empty sentence gives.
+    for i, status in enumerate(statuses):
+        if status == "ok":
+            continue
+        assert batch["translation"][i] == "", i
+        assert batch["score"][i] == 0.0, i
+        assert n_best["translations"][i] == ["", ""], i
+        assert n_best["scores"][i] == [0.0, export.LOWEST_SCORE], i
+        assert aligned["source_length"][i] == 0, i
+        assert aligned["target_length"][i] == 0, i
+        assert set(aligned["source_tokens"][i]) == {""}, i
+        assert not np.any(aligned["alignment"][i]), i
+    # The 6,250-token sentence did not widen the batch: it is as wide as
+    # its longest searched sentence.
+    assert len(aligned["source_tokens"][0]) == SETTINGS["max_source_tokens"]
+
+    # The normal sentences: as in a request of their own, and as the
+    # Translator translates them.
+    translator = dict(
+        zip(
+            SENTENCES + HOSTILE_TEXTS,
+            session.expected["translate"],
+            strict=True,
+        )
+    )
+    translator_n_best = dict(
+        zip(SENTENCES, session.expected["n_best"], strict=True)
+    )
+    for k, text in enumerate(NORMAL):
+        i = MIXED.index(text)
+        alone = calls[f"alone_{k}"]
+        assert alone["status"] == ["ok"]
+        assert [batch["translation"][i]] == alone["translation"], text
+        assert batch["translation"][i] == translator[text].text, text
+        np.testing.assert_allclose(
+            [batch["score"][i]], alone["score"], atol=1e-4
+        )
+        np.testing.assert_allclose(
+            batch["score"][i], translator[text].score, atol=1e-4
+        )
+
+        alone = calls[f"alone_n_best_{k}"]
+        assert [n_best["translations"][i]] == alone["translations"], text
+        hypotheses = translator_n_best[text]
+        assert n_best["translations"][i][: len(hypotheses)] == [
+            h.text for h in hypotheses
+        ]
+        np.testing.assert_allclose(
+            [n_best["scores"][i]], alone["scores"], atol=1e-4
+        )
+        np.testing.assert_allclose(
+            n_best["scores"][i][: len(hypotheses)],
+            [h.score for h in hypotheses],
+            atol=1e-4,
+        )
+
+        alone = calls[f"alone_align_{k}"]
+        for key in ("translation", "source_length", "target_length"):
+            assert [aligned[key][i]] == alone[key], (text, key)
+        source_length = alone["source_length"][0]
+        target_length = alone["target_length"][0]
+        assert aligned["source_tokens"][i][:source_length] == (
+            translator[text].source_tokens
+        )
+        target_tokens = aligned["target_tokens"][i][:target_length]
+        assert target_tokens == alone["target_tokens"][0], text
+        np.testing.assert_allclose(
+            np.array(aligned["alignment"][i])[:target_length, :source_length],
+            alone["alignment"][0],
+            atol=1e-5,
+        )
+
+    # The hostile sentences that are searched: as alone (which
+    # test_hostile_input_gives_defined_results compares with Translator).
+    for name, text in HOSTILE.items():
+        i = MIXED.index(text)
+        alone = calls[f"hostile_{name}"]
+        assert [batch["translation"][i]] == alone["translation"], name
+        np.testing.assert_allclose(
+            [batch["score"][i]], alone["score"], atol=1e-4
+        )
+
+
+def test_every_output_is_valid_json(served):
+    """No inf or NaN anywhere: JSON (TF Serving's REST API) has neither."""
+    answered = 0
+    for key, result in served["calls"].items():
+        if "error" in result:
+            continue
+        answered += 1
+        json.dumps(result, allow_nan=False)  # Raises on inf or NaN.
+        for name in ("score", "scores"):
+            scores = np.array(result.get(name, []), "float32")
+            assert np.all(np.isfinite(scores)), (key, name)
+            # Real scores are log-probabilities (<= 0); the lowest float32
+            # marks an empty n-best slot.
+            assert np.all(scores <= 0.0), (key, name)
+    assert answered > len(HOSTILE)
+    # The n-best requests do have empty slots, scored LOWEST_SCORE.
+    assert (
+        export.LOWEST_SCORE in served["calls"]["n_best"]["scores"][len(PAIRS)]
+    )
 
 
 def test_client_requests_match_the_signatures(served):
@@ -636,25 +829,24 @@ def test_client_sends_bytes_base64_encoded_over_rest():
     assert second == {"text": "Haus"}
 
 
-def test_client_reports_a_refused_request(capsys):
-    """A stand-in REST server answers as TF Serving does over a limit."""
+@contextlib.contextmanager
+def stand_in_server(code, answer):
+    """A REST server that answers every POST with `code` and `answer`.
+
+    Yields its base URL and the list of `(path, JSON body)` it received.
+    """
     received = []
-    # The served model's own message (test_limits_fail_with_clear_errors).
-    error = (
-        "assertion failed: [At most 1 sentences per request (max_batch); "
-        "split the request. Received: sentences =] [2]"
-    )
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_POST(self):
             length = int(self.headers["Content-Length"])
             received.append((self.path, json.loads(self.rfile.read(length))))
-            answer = json.dumps({"error": error}).encode()
-            self.send_response(400)
+            body = json.dumps(answer).encode()
+            self.send_response(code)
             self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(answer)))
+            self.send_header("Content-Length", str(len(body)))
             self.end_headers()
-            self.wfile.write(answer)
+            self.wfile.write(body)
 
         def log_message(self, *args):
             pass
@@ -663,17 +855,80 @@ def test_client_reports_a_refused_request(capsys):
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        rest = f"http://127.0.0.1:{server.server_port}"
-        arguments = ["--model", "demo", "--rest", rest, "Das.", "Haus."]
-        assert client.main(arguments) == 1
+        yield f"http://127.0.0.1:{server.server_port}", received
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_client_reports_a_refused_request(capsys):
+    """A stand-in REST server answers as TF Serving does over a limit."""
+    # The served model's own message (test_limits_fail_with_clear_errors).
+    error = (
+        "assertion failed: [At most 1 sentences per request (max_batch); "
+        "split the request. Received: sentences =] [2]"
+    )
+    with stand_in_server(400, {"error": error}) as (rest, received):
+        arguments = ["--model", "demo", "--rest", rest, "Das.", "Haus."]
+        assert client.main(arguments) == 1
     assert capsys.readouterr().err == (
         f"error: {rest}/v1/models/demo:predict answered HTTP 400: {error}\n"
     )
     assert received == [
         ("/v1/models/demo:predict", client.rest_request(["Das.", "Haus."]))
+    ]
+
+
+def served_outputs(served, key):
+    """A loader result as the signature's outputs (columnar, as REST)."""
+    return {k: v for k, v in served["calls"][key].items() if k != "seconds"}
+
+
+def test_client_reads_each_sentence_of_every_response_format(served):
+    statuses = served["calls"]["mixed"]["status"]
+    outputs = served_outputs(served, "mixed_n_best")
+    columnar = client.sentence_results({"outputs": outputs})
+    assert [row["status"] for row in columnar] == statuses
+    assert [row["translations"] for row in columnar] == outputs["translations"]
+    # Row format: TF Serving already answers one object per sentence.
+    assert client.sentence_results({"predictions": columnar}) == columnar
+    # gRPC: NumPy arrays, strings as bytes.
+    arrays = {
+        "translations": np.array(
+            [[t.encode() for t in row] for row in outputs["translations"]],
+            dtype=object,
+        ),
+        "scores": np.array(outputs["scores"], "float32"),
+        "status": np.array([t.encode() for t in statuses], dtype=object),
+    }
+    grpc = client.sentence_results(arrays)
+    assert [row["status"] for row in grpc] == statuses
+    assert [row["translations"] for row in grpc] == outputs["translations"]
+    np.testing.assert_allclose(
+        [row["scores"] for row in grpc], outputs["scores"], rtol=1e-6
+    )
+
+
+def test_client_flags_a_sentence_not_translated(served, capsys):
+    """The served model's answer to a request with a too-long sentence."""
+    outputs = served_outputs(served, "too_long")
+    answer = {"predictions": client.sentence_results({"outputs": outputs})}
+    sentences = ["Das ist gut.", TOO_LONG["nine_tokens"]]
+    with stand_in_server(200, answer) as (rest, received):
+        arguments = ["--model", "demo", "--rest", rest, *sentences]
+        assert client.main(arguments) == client.EXIT_NOT_TRANSLATED
+    out, err = capsys.readouterr()
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert [line["sentence"] for line in lines] == sentences
+    assert [line["status"] for line in lines] == ["ok", "too_long"]
+    assert lines[0]["translation"] == outputs["translation"][0] != ""
+    assert lines[1]["translation"] == ""
+    assert err == (
+        "sentence 1: too_long: not translated: more tokens than the "
+        "model's max_source_tokens; split or shorten it\n"
+    )
+    assert received == [
+        ("/v1/models/demo:predict", client.rest_request(sentences))
     ]
 
 
@@ -709,9 +964,12 @@ def test_pervasive_attention_serves_like_translator(session):
     assert len({round(t.score, 3) for t in expected}) == len(expected)
     # Not the RNNsearch model's translations.
     assert served["translation"] != calls["translate"]["translation"]
+    # ["Das ist gut.", nine tokens]: the first as alone, the second not.
     too_long = calls["pervasive_too_long"]
-    assert too_long["error"] == "InvalidArgumentError"
-    assert "At most 8 tokens per sentence" in too_long["message"]
+    assert too_long["status"] == ["ok", "too_long"]
+    alone = expected[SENTENCES.index("Das ist gut.")]
+    assert too_long["translation"] == [alone.text, ""]
+    np.testing.assert_allclose(too_long["score"], [alone.score, 0.0], atol=1e-4)
 
 
 # === Versions and atomicity, with a stand-in for the (slow) build ===
@@ -850,6 +1108,68 @@ def test_a_wordpiece_source_needs_only_tf_text_ops(tmp_path):
     expected = translator.translate(sources + [""], **DEFAULT_OPTIONS)
     result = served["calls"]["translate"]
     assert result["translation"] == [t.text for t in expected]
+
+
+def test_sentencepiece_runs_are_served_like_translator(tmp_path):
+    """SentencePiece both sides: tokenized in the graph by tf-text's ops."""
+    run_dir = tmp_path / "run"
+    sources = [source for source, _ in PAIRS]
+    targets = [target for _, target in PAIRS]
+    source = SentencePieceTokenizer.from_texts(sources * 10, 40)
+    target = SentencePieceTokenizer.from_texts(
+        targets * 10, 60, model_type="bpe"
+    )
+    source.save(run_dir / run_directory.SOURCE_VOCABULARY)
+    target.save(run_dir / run_directory.TARGET_VOCABULARY)
+    keras.utils.set_random_seed(3)  # after the tokenizers: must not break them
+    model = RNNSearch(
+        source.vocabulary_size,
+        target.vocabulary_size,
+        embedding_dim=8,
+        hidden_dim=8,
+        maxout_dim=8,
+        tie_embeddings=True,
+        initialization="glorot",
+    )
+    for variable in model.weights:  # alignments that tell words apart
+        if "score_vector" in variable.path:
+            variable.assign(3.0 * np.random.default_rng(0).normal(size=8))
+    model.save(run_dir / run_directory.BEST_MODEL)
+    run_directory.write_config(run_dir, {})
+    settings = {**SETTINGS, "max_source_tokens": 32}
+    path = export.export_saved_model(
+        run_dir, tmp_path / "sentencepiece", **settings
+    )
+    text_ops = pathlib.Path(
+        importlib.util.find_spec("tensorflow_text").submodule_search_locations[
+            0
+        ],
+        "python",
+        "ops",
+    )
+    texts = sources + ["", "Das  Haus ist klein."]
+    served = load_and_call(
+        path,
+        {"translate": request("serving_default", texts)},
+        op_libraries=sorted(map(str, text_ops.glob("*.so"))),
+    )
+    # Only the tokenizer needs tf-text (stock TF Serving links it); the
+    # detokenizer is core TensorFlow.
+    assert set(served["unregistered"]) == {
+        "SentencepieceOp",
+        "SentencepieceTokenizeOp",
+    }
+    assert not set(served["ops"]) & BANNED_OPS
+    translator = Translator(
+        model, source, target, max_source_length=32, long_sources="error"
+    )
+    expected = translator.translate(texts, **DEFAULT_OPTIONS)
+    result = served["calls"]["translate"]
+    assert result["translation"] == [t.text for t in expected]
+    np.testing.assert_allclose(
+        result["score"], [t.score for t in expected], rtol=1e-4, atol=1e-5
+    )
+    assert result["status"][-2:] == ["empty", "ok"]
 
 
 def test_a_failed_subprocess_export_raises_with_its_stderr(monkeypatch):
