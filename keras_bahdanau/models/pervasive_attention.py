@@ -73,12 +73,19 @@ class PervasiveAttention(TranslationModel):
     channels it receives: the bottleneck convolution then reads `f_l / 2`
     channels and the `k x k` convolution `bottleneck_factor * g / 2`.
 
-    Decoding (`encode` / `decode_step`) keeps the target prefix in a
-    `(batch, max_length)` buffer and recomputes the whole grid at every
-    step: decoding `T` tokens costs `O(T)` grid passes of size
-    `max_length x Tx`, i.e. `O(T^2 Tx)` cell updates per layer, unlike
-    the `O(T Tx)` of an RNN decoder. The authors' incremental decoding
-    (caching each layer's last `k // 2` rows) is not implemented.
+    Decoding (`encode` / `decode_step`) is incremental, as in the
+    authors' `MaskedConvolution` with an incremental state: only the
+    masked `k x k` convolutions mix target positions, and each reads the
+    current row and the `k // 2` rows before it of its own input (the
+    bottleneck features of its layer). The cache keeps those `k // 2`
+    rows per layer as a fixed-size shift register; a step embeds the new
+    target token, computes its one grid row through every layer (batch
+    norm in inference mode is a per-channel affine map, so a row alone
+    gives the same values as the whole grid), and pools and projects only
+    that row. Decoding `T` tokens thus costs `O(T Tx)` cell updates per
+    layer, like an RNN decoder, instead of the `O(T^2 Tx)` of
+    recomputing the grid at every step; the results equal the
+    teacher-forced logits of `__call__` to float rounding.
 
     Args:
         source_vocabulary_size: int, source vocabulary size (ids 0-3 are
@@ -320,75 +327,98 @@ class PervasiveAttention(TranslationModel):
         return self.pooling.alignment(features, source_mask)
 
     def encode(self, source_ids, max_length=None):
-        """Builds the decoding cache.
+        """Builds the decoding cache: what `decode_step` needs of the past.
 
         Args:
             source_ids: int32 `(batch, Tx)`, right-padded with 0.
-            max_length: int, the most target steps decoding will run: the
-                size of the target-prefix buffer (required here).
+            max_length: int, the most target steps decoding will run
+                (required by the protocol for this model; the cache does
+                not grow with it: it keeps a fixed number of rows).
 
         Returns:
-            Dict of batch-major tensors: `"source_ids"` int32
-            `(batch, Tx)`, `"source_mask"` bool `(batch, Tx)` and
-            `"target_ids"`, the int32 `(batch, max_length)` target-prefix
-            buffer (zeros: `decode_step` writes one position per step).
+            Dict of batch-major tensors (beam search tiles and reorders
+            them along axis 0): `"source_mask"` bool `(batch, Tx)`;
+            `"source_embedding"`, the source embeddings `(batch, Tx, ds)`;
+            and for every DenseNet layer `l` (when `kernel_size > 1`)
+            `"dense_layer_{l}_rows"`, the last `k // 2` rows of the input
+            of its masked convolution, `(batch, k // 2, Tx, c)` with `c`
+            its input channels, zeros before the first step (the causal
+            zero padding of the full grid).
         """
         if max_length is None or isinstance(max_length, bool):
             raise ValueError(
-                "PervasiveAttention.encode needs `max_length`, the size of "
-                "its target-prefix buffer (the most steps decoding will "
-                f"run). Received: max_length={max_length!r}"
+                "PervasiveAttention.encode needs `max_length`, the most "
+                "steps decoding will run (the decoding protocol). "
+                f"Received: max_length={max_length!r}"
             )
         if isinstance(max_length, int) and max_length < 1:
             raise ValueError(
                 f"`max_length` must be >= 1. Received: max_length={max_length}"
             )
         source_ids = ops.cast(ops.convert_to_tensor(source_ids), "int32")
-        batch_size = ops.shape(source_ids)[0]
-        return {
-            "source_ids": source_ids,
-            "source_mask": ops.not_equal(source_ids, PAD_ID),
-            "target_ids": ops.zeros((batch_size, max_length), dtype="int32"),
+        batch_size, source_length = ops.shape(source_ids)
+        cache = {
+            "source_mask": self.padding_mask(source_ids),  # (batch, Tx)
+            # Embedding dropout is the identity in inference mode.
+            "source_embedding": self.source_embedding(source_ids),
         }
+        for index, layer in enumerate(self.dense_layers):
+            if layer.kernel_size > 1:
+                # (batch, k // 2, Tx, c)
+                cache[f"dense_layer_{index}_rows"] = layer.initial_rows(
+                    batch_size, source_length
+                )
+        return cache
 
-    def decode_step(self, cache, previous_ids, step):
-        """Predicts target position `step` given the prefix so far.
+    def decode_step(self, cache, previous_ids, step=None):
+        """Predicts the next target position from the cached rows.
 
-        Writes `previous_ids` at position `step` of the prefix buffer and
-        recomputes the whole grid (an `O(max_length x Tx)` pass: there is
-        no incremental state). Positions after `step` still hold padding,
-        which the causal convolutions never read for position `step`.
-        Shapes are fixed, so this runs inside `ops.while_loop`.
+        Embeds `previous_ids` as the new target row of the grid, runs that
+        one row through every DenseNet layer (each masked convolution
+        reads its `k // 2` cached rows and the new one, then shifts the
+        new row into its cache), and pools and projects the row. Batch
+        norm runs in inference mode, dropout is off. Shapes are fixed, so
+        this runs inside `ops.while_loop` and a `tf.function` graph.
 
         Args:
-            cache: dict from `encode`.
+            cache: dict from `encode` or the previous `decode_step`; steps
+                must come in order `0, 1, ...` (as in the searches).
             previous_ids: int32 `(batch,)`, the token emitted at the
                 previous step (`[BOS]` at step 0).
-            step: scalar int32, the 0-based target position to predict.
+            step: unused: the cached rows carry the position.
 
         Returns:
             `(logits, attention, new_cache)`: float32 logits
             `(batch, target_vocabulary_size)`; the alignment view
-            (`alignment`) at `step`, float32 `(batch, Tx)`; the cache with
-            the updated buffer.
+            (`alignment`) of the new row, float32 `(batch, Tx)`; the cache
+            with every layer's rows shifted by one.
+
+        Reference:
+            Elbayad et al. (2018), Sec. 3; incremental decoding as in the
+            authors' code (`MaskedConvolution`, attn2d v2).
         """
-        buffer = cache["target_ids"]
-        previous_ids = ops.cast(previous_ids, "int32")
-        # A one-hot select instead of a scatter: works on every backend
-        # with a traced `step` and keeps the buffer shape fixed.
-        positions = ops.arange(ops.shape(buffer)[1], dtype="int32")
-        at_step = ops.equal(positions, ops.cast(step, "int32"))[None, :]
-        # (batch, max_length)
-        buffer = ops.where(at_step, previous_ids[:, None], buffer)
-        features, source_mask = self._features(
-            self, cache["source_ids"], buffer, training=False
-        )
-        # (batch, max_length, Tx, C) -> (batch, 1, Tx, C)
-        step_index = ops.reshape(ops.cast(step, "int32"), (1,))
-        features = ops.take(features, step_index, axis=1)
+        del step
+        source_mask = cache["source_mask"]  # (batch, Tx)
+        # (batch,) -> (batch, 1): the new target row.
+        previous_ids = ops.cast(previous_ids, "int32")[:, None]
+        target_mask = self.padding_mask(previous_ids)  # (batch, 1)
+        target = self.target_embedding(previous_ids)  # (batch, 1, dt)
+        # (batch, 1, Tx, ds + dt)
+        row = self.grid(cache["source_embedding"], target)
+        new_cache = dict(cache)
+        for index, layer in enumerate(self.dense_layers):
+            key = f"dense_layer_{index}_rows"
+            # (batch, 1, Tx, f_l) -> (batch, 1, Tx, f_l + g)
+            row, rows = layer.step(
+                row, cache.get(key), source_mask, target_mask
+            )
+            if rows is not None:
+                new_cache[key] = rows  # (batch, k // 2, Tx, c)
+        features = self.output_norm(
+            row, source_mask, target_mask, training=False
+        )  # (batch, 1, Tx, C)
         logits = self._logits(self, features, source_mask, training=False)
         attention = self.pooling.alignment(features, source_mask)
-        new_cache = {**cache, "target_ids": buffer}
         # (batch, 1, V) -> (batch, V); (batch, 1, Tx) -> (batch, Tx)
         return logits[:, 0], attention[:, 0], new_cache
 
@@ -426,7 +456,10 @@ class PervasiveDenseLayer(keras.layers.Layer):
     returning its input with the `growth_rate` new channels appended.
     Batch-norm statistics skip padded cells; padded source positions are
     zeroed before and after the `k x k` convolution so they never reach
-    real ones. See `PervasiveAttention` for the kernel masking.
+    real ones. See `PervasiveAttention` for the kernel masking. For
+    incremental decoding, `step` computes one new target row from the
+    `k // 2` previous rows of the masked convolution's input
+    (`initial_rows` before the first).
 
     Args:
         growth_rate: int, `g`, the channels added.
@@ -500,6 +533,12 @@ class PervasiveDenseLayer(keras.layers.Layer):
             dropout, dtype=self.dtype_policy, name="feature_dropout"
         )
 
+    @property
+    def convolution_channels(self):
+        """Input channels of the masked `k x k` convolution."""
+        bottleneck = self.bottleneck_factor * self.growth_rate
+        return bottleneck // 2 if self.activation == "glu" else bottleneck
+
     def build(self, input_shape):
         channels = input_shape[-1]
         glu = self.activation == "glu"
@@ -508,30 +547,101 @@ class PervasiveDenseLayer(keras.layers.Layer):
         self.conv1.build((*input_shape[:-1], conv1_input))
         bottleneck = self.bottleneck_factor * self.growth_rate
         self.norm2.build((*input_shape[:-1], bottleneck))
-        conv2_input = bottleneck // 2 if glu else bottleneck
-        self.conv2.build((*input_shape[:-1], conv2_input))
+        # It convolves the zero-padded rows, so its spatial shape is not
+        # the input's (a fixed one could be shorter than the kernel).
+        self.conv2.build(
+            (input_shape[0], None, None, self.convolution_channels)
+        )
 
     def call(self, inputs, source_mask, target_mask, training=None):
-        # (batch, Tx) -> (batch, 1, Tx, 1)
-        source_cells = ops.cast(source_mask, self.compute_dtype)[
-            :, None, :, None
-        ]
+        # (batch, Ty, Tx, f) -> (batch, Ty, Tx, c)
+        x = self._bottleneck(inputs, source_mask, target_mask, training)
+        # Causal on the target axis: k // 2 zero rows before the first.
+        half = self.kernel_size // 2
+        x = ops.pad(x, [[0, 0], [half, 0], [0, 0], [0, 0]])
+        # (batch, k // 2 + Ty, Tx, c) -> (batch, Ty, Tx, g)
+        x = self._masked_convolution(x, source_mask, training)
+        # (batch, Ty, Tx, f) -> (batch, Ty, Tx, f + g)
+        return ops.concatenate([inputs, x], axis=-1)
+
+    def initial_rows(self, batch_size, source_length):
+        """The decoding cache before the first target row: zeros.
+
+        Args:
+            batch_size: int or scalar int tensor.
+            source_length: int or scalar int tensor, `Tx`.
+
+        Returns:
+            Zeros `(batch, k // 2, Tx, c)` in the compute dtype, `c` =
+            `convolution_channels`: the causal zero padding.
+        """
+        shape = (
+            batch_size,
+            self.kernel_size // 2,
+            source_length,
+            self.convolution_channels,
+        )
+        return ops.zeros(shape, dtype=self.compute_dtype)
+
+    def step(self, inputs, rows, source_mask, target_mask):
+        """The layer on one new target row, in inference mode.
+
+        Equals the row `j` of `call` on the whole grid (with
+        `training=False`) when `rows` holds the rows `j - k // 2, ...,
+        j - 1` of the masked convolution's input (zeros before row 0).
+
+        Args:
+            inputs: float `(batch, 1, Tx, f)`, the layer input at row `j`.
+            rows: float `(batch, k // 2, Tx, c)` from `initial_rows` or
+                the previous step, or None when `kernel_size == 1`.
+            source_mask: bool `(batch, Tx)`.
+            target_mask: bool `(batch, 1)`.
+
+        Returns:
+            `(outputs, new_rows)`: float `(batch, 1, Tx, f + g)` and the
+            rows `j - k // 2 + 1, ..., j`, same shape as `rows` (None when
+            `rows` is None).
+        """
+        # (batch, 1, Tx, f) -> (batch, 1, Tx, c)
+        x = self._bottleneck(inputs, source_mask, target_mask, False)
+        if rows is not None:
+            # (batch, k // 2 + 1, Tx, c): the kernel's causal window.
+            x = ops.concatenate([rows, x], axis=1)
+        # (batch, k // 2 + 1, Tx, c) -> (batch, 1, Tx, g)
+        new_features = self._masked_convolution(x, source_mask, False)
+        outputs = ops.concatenate([inputs, new_features], axis=-1)
+        # A shift register: drop the oldest row, keep the new one.
+        new_rows = None if rows is None else x[:, 1:]
+        return outputs, new_rows
+
+    def _bottleneck(self, inputs, source_mask, target_mask, training):
+        """`BN -> act -> 1x1 conv -> BN -> act`, padded source cells 0.
+
+        Pointwise in the grid cell: `(batch, T, Tx, f) -> (batch, T, Tx,
+        c)`.
+        """
         x = self.norm1(inputs, source_mask, target_mask, training=training)
-        x = self.conv1(x)  # (batch, Ty, Tx, bottleneck)
+        x = self.conv1(x)  # (batch, T, Tx, bottleneck)
         x = self.norm2(x, source_mask, target_mask, training=training)
         # BN shifts the padded cells away from 0; zero them so that the
         # convolution sees the same zeros as beyond the sequence ends.
-        x = x * source_cells
+        # (batch, Tx) -> (batch, 1, Tx, 1)
+        return x * ops.cast(source_mask, x.dtype)[:, None, :, None]
+
+    def _masked_convolution(self, rows, source_mask, training):
+        """The causal `k x k` convolution and dropout: the new features.
+
+        `(batch, k // 2 + T, Tx, c) -> (batch, T, Tx, g)`: output row `t`
+        reads input rows `t, ..., t + k // 2` (the kernel's rows up to its
+        centre), "same" on the source axis.
+        """
         half = self.kernel_size // 2
-        # Causal on the target axis (k//2 rows before, none after), "same"
-        # on the source axis.
-        x = ops.pad(x, [[0, 0], [half, 0], [half, half], [0, 0]])
-        x = self.conv2(x)  # (batch, Ty, Tx, g)
+        # (batch, R, Tx, c) -> (batch, R, Tx + 2 (k // 2), c)
+        x = ops.pad(rows, [[0, 0], [0, 0], [half, half], [0, 0]])
+        x = self.conv2(x)  # (batch, R - k // 2, Tx, g)
         # Padded cells get exactly zero new features, whatever the layer.
-        x = x * source_cells
-        x = self.feature_dropout(x, training=training)
-        # (batch, Ty, Tx, f) -> (batch, Ty, Tx, f + g)
-        return ops.concatenate([inputs, x], axis=-1)
+        x = x * ops.cast(source_mask, x.dtype)[:, None, :, None]
+        return self.feature_dropout(x, training=training)
 
     def compute_output_shape(self, input_shape):
         channels = input_shape[-1]

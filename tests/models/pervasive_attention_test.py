@@ -9,7 +9,10 @@ from keras_bahdanau.decoding import beam_search
 from keras_bahdanau.decoding import greedy_search
 from keras_bahdanau.models.pervasive_attention import POOLINGS
 from keras_bahdanau.models.pervasive_attention import PervasiveAttention
+from keras_bahdanau.models.pervasive_attention import PervasiveDenseLayer
 from keras_bahdanau.models.pervasive_attention import SourcePooling
+from keras_bahdanau.translator import compile_search
+from tests.models import pervasive_attention_reference as reference
 
 BOS = 2
 EOS = 3
@@ -223,6 +226,255 @@ def test_beam_search_runs_with_the_protocol():
         rows = attention[row, : max(lengths[row], 1)]
         np.testing.assert_allclose(rows.sum(-1), 1.0, atol=1e-5)
         assert (rows[:, ~source_mask[row]] == 0).all()
+
+
+class FullRecomputePervasiveAttention(PervasiveAttention):
+    """Decoding by recomputing the whole grid at every step.
+
+    The decoding of `PervasiveAttention` before it became incremental,
+    kept as the reference the incremental cache must match: a
+    `(batch, max_length)` target-prefix buffer, one position written per
+    step, the full `max_length x Tx` grid through every layer, and the
+    row of the current step pooled.
+    """
+
+    def encode(self, source_ids, max_length=None):
+        source_ids = ops.cast(ops.convert_to_tensor(source_ids), "int32")
+        batch_size = ops.shape(source_ids)[0]
+        return {
+            "source_ids": source_ids,
+            "source_mask": ops.not_equal(source_ids, 0),
+            "target_ids": ops.zeros((batch_size, max_length), "int32"),
+        }
+
+    def decode_step(self, cache, previous_ids, step):
+        buffer = cache["target_ids"]  # (batch, max_length)
+        positions = ops.arange(ops.shape(buffer)[1], dtype="int32")
+        at_step = ops.equal(positions, ops.cast(step, "int32"))[None, :]
+        buffer = ops.where(
+            at_step, ops.cast(previous_ids, "int32")[:, None], buffer
+        )
+        features, source_mask = self._features(
+            self, cache["source_ids"], buffer, training=False
+        )
+        # (batch, max_length, Tx, C) -> (batch, 1, Tx, C)
+        step_index = ops.reshape(ops.cast(step, "int32"), (1,))
+        features = ops.take(features, step_index, axis=1)
+        logits = self._logits(self, features, source_mask, training=False)
+        attention = self.pooling.alignment(features, source_mask)
+        return logits[:, 0], attention[:, 0], {**cache, "target_ids": buffer}
+
+
+def full_recompute_copy(model):
+    """The same model (same weights) with the full-recompute decoding."""
+    copy = FullRecomputePervasiveAttention.from_config(model.get_config())
+    copy.set_weights(model.get_weights())
+    return copy
+
+
+# Several layers, both activations, kernel sizes 1 (no cache), 3 and 5.
+DECODING_CONFIGS = {
+    "relu_k5_4_layers": dict(num_layers=4, kernel_size=5),
+    "glu_k3": dict(activation="glu", pooling="average+attention"),
+    "k1": dict(num_layers=2, kernel_size=1, pooling="attention"),
+}
+
+
+@pytest.mark.parametrize("config", DECODING_CONFIGS)
+def test_incremental_decoding_matches_teacher_forcing(config):
+    # Teacher-forced `__call__` is the full recomputation: the logits and
+    # alignment of every prefix at its last position.
+    model = tiny_model(**DECODING_CONFIGS[config])
+    randomize(model, seed=12)
+    rng = np.random.default_rng(12)
+    inputs = random_batch(rng, SOURCE_LENGTHS, [5, 5, 5])
+    teacher_logits = to_numpy(model(inputs))  # (3, 5, V)
+    teacher_alignment = to_numpy(model.alignment(inputs))  # (3, 5, Tx)
+    cache = model.encode(inputs["source_ids"], max_length=5)
+    for key, value in cache.items():
+        assert value.shape[0] == 3, key  # batch-major, for beam search
+    scale = np.abs(teacher_logits).max()
+    for step in range(5):
+        previous = inputs["target_ids"][:, step]
+        logits, attention, new_cache = model.decode_step(
+            cache, previous, ops.convert_to_tensor(step, "int32")
+        )
+        for key in cache:
+            assert tuple(new_cache[key].shape) == tuple(cache[key].shape)
+        if step == 2:
+            # Reordering the cache along axis 0 (what beam search does)
+            # reorders the predictions the same way.
+            order = np.array([2, 0, 1])
+            reordered = {
+                k: ops.take(v, order, axis=0) for k, v in cache.items()
+            }
+            reordered_logits, _, _ = model.decode_step(
+                reordered, previous[order], step
+            )
+            np.testing.assert_allclose(
+                to_numpy(reordered_logits), to_numpy(logits)[order], atol=1e-6
+            )
+        cache = new_cache
+        np.testing.assert_allclose(
+            to_numpy(logits), teacher_logits[:, step], atol=1e-5 * scale
+        )
+        np.testing.assert_allclose(
+            to_numpy(attention), teacher_alignment[:, step], atol=1e-5
+        )
+
+
+def assert_same_search_results(result, expected):
+    np.testing.assert_array_equal(
+        to_numpy(result.token_ids), to_numpy(expected.token_ids)
+    )
+    np.testing.assert_array_equal(
+        to_numpy(result.lengths), to_numpy(expected.lengths)
+    )
+    for field in ("scores", "log_probs", "attention"):
+        np.testing.assert_allclose(
+            to_numpy(getattr(result, field)),
+            to_numpy(getattr(expected, field)),
+            atol=1e-5,
+            err_msg=field,
+        )
+
+
+def test_searches_match_full_recompute():
+    # The deepest config; the step-level test above covers the others.
+    model = tiny_model(**DECODING_CONFIGS["relu_k5_4_layers"])
+    randomize(model, seed=13)
+    full = full_recompute_copy(model)
+    source_ids = random_batch(
+        np.random.default_rng(13), SOURCE_LENGTHS, TARGET_LENGTHS
+    )["source_ids"]
+    assert_same_search_results(
+        greedy_search(model, source_ids, max_length=6),
+        greedy_search(full, source_ids, max_length=6),
+    )
+    settings = dict(
+        beam_size=3,
+        max_length=6,
+        n_best=2,
+        length_penalty=0.6,
+        coverage_penalty=0.2,
+    )
+    result = beam_search(model, source_ids, **settings)
+    expected = beam_search(full, source_ids, **settings)
+    assert_same_search_results(result, expected)
+    # The beams really were reordered: hypotheses of a sentence differ.
+    tokens = to_numpy(result.token_ids)
+    assert (tokens[:, 0] != tokens[:, 1]).any()
+
+
+def test_compiled_search_matches_full_recompute():
+    # The search `Translator` runs (jax.jit on JAX, tf.function on
+    # TensorFlow, eager on torch), and on TensorFlow a graph with unknown
+    # batch and source length, as in the exported SavedModel: the cache
+    # must keep its shapes through `tf.while_loop`.
+    model = tiny_model(num_layers=2, kernel_size=5, pooling="max+attention")
+    randomize(model, seed=14)
+    source_ids = random_batch(
+        np.random.default_rng(14), SOURCE_LENGTHS, TARGET_LENGTHS
+    )["source_ids"]
+    expected = beam_search(
+        full_recompute_copy(model), source_ids, beam_size=2, max_length=5
+    )
+    search = compile_search(model, beam_size=2, max_length=5)
+    assert_same_search_results(search(source_ids), expected)
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        @tf.function(input_signature=[tf.TensorSpec((None, None), tf.int32)])
+        def graph_search(ids):
+            return beam_search(model, ids, beam_size=2, max_length=5)
+
+        assert_same_search_results(graph_search(source_ids), expected)
+
+
+def randomize_layer(layer, rng):
+    for weight in layer.weights:
+        shape = tuple(weight.shape)
+        if "moving_variance" in weight.path:
+            value = rng.uniform(0.5, 2.0, shape)
+        else:
+            value = rng.normal(0.0, 0.5, shape)
+        weight.assign(value.astype("float32"))
+
+
+def batch_norm_weights(norm):
+    batch_norm = norm.norm
+    return {
+        "gamma": to_numpy(batch_norm.gamma),
+        "beta": to_numpy(batch_norm.beta),
+        "mean": to_numpy(batch_norm.moving_mean),
+        "variance": to_numpy(batch_norm.moving_variance),
+    }
+
+
+@pytest.mark.parametrize("activation, kernel_size", [("relu", 3), ("glu", 5)])
+def test_dense_layer_matches_numpy_reference(activation, kernel_size):
+    rng = np.random.default_rng(15)
+    layer = PervasiveDenseLayer(
+        growth_rate=4,
+        kernel_size=kernel_size,
+        bottleneck_factor=2,
+        activation=activation,
+    )
+    grid = rng.normal(size=(2, 4, 5, 6)).astype("float32")
+    source_mask = np.array([[1, 1, 1, 1, 0], [1, 1, 0, 0, 0]], bool)
+    target_mask = np.ones((2, 4), bool)
+    layer(grid, source_mask, target_mask)
+    randomize_layer(layer, rng)
+    outputs = to_numpy(layer(grid, source_mask, target_mask, training=False))
+    # The layer stores only the kernel rows up to the centre (target
+    # offsets -k // 2 .. 0); the reference takes a full k x k kernel and
+    # masks its future rows itself, so give them random values.
+    causal_kernel = to_numpy(layer.conv2.kernel)  # (k // 2 + 1, k, c, g)
+    half = kernel_size // 2
+    future_rows = rng.normal(size=(half, *causal_kernel.shape[1:]))
+    weights = {
+        "norm1": batch_norm_weights(layer.norm1),
+        "conv1": to_numpy(layer.conv1.kernel),
+        "norm2": batch_norm_weights(layer.norm2),
+        "conv2": np.concatenate([causal_kernel, future_rows], axis=0),
+    }
+    expected = reference.dense_layer(grid, source_mask, weights, activation)
+    assert outputs.shape == expected.shape == (2, 4, 5, 10)
+    np.testing.assert_allclose(outputs, expected, atol=1e-5)
+
+
+def test_masked_convolution_reads_the_current_row_and_k_half_before():
+    # The new features of a layer at target row t depend on its input
+    # rows t - k // 2, ..., t: on row t itself (so the current row is not
+    # masked), on no later row, and on no row before t - k // 2 (the rows
+    # the decoding cache keeps). At model level the DenseNet's identity
+    # path would hide a masked current row; this checks the convolution.
+    kernel_size, growth_rate, channels = 5, 4, 6
+    half = kernel_size // 2
+    rng = np.random.default_rng(16)
+    layer = PervasiveDenseLayer(
+        growth_rate=growth_rate, kernel_size=kernel_size, bottleneck_factor=2
+    )
+    grid = rng.normal(size=(2, 6, 4, channels)).astype("float32")
+    source_mask = np.array([[1, 1, 1, 1], [1, 1, 1, 0]], bool)
+    target_mask = np.ones((2, 6), bool)
+    layer(grid, source_mask, target_mask)
+    randomize_layer(layer, rng)
+
+    def new_features(x):
+        outputs = layer(x, source_mask, target_mask, training=False)
+        return to_numpy(outputs)[..., channels:]  # (2, 6, 4, g)
+
+    features = new_features(grid)
+    for t in range(6):
+        changed = grid.copy()
+        changed[:, t] += rng.normal(size=changed[:, t].shape)
+        # (2, 6): how much each row of new features moved.
+        moved = np.abs(new_features(changed) - features).max(axis=(2, 3))
+        reach = slice(t, min(t + half + 1, 6))
+        assert (moved[:, :t] < 1e-6).all(), (t, moved)
+        assert (moved[:, reach] > 1e-3).all(), (t, moved)
+        assert (moved[:, t + half + 1 :] < 1e-6).all(), (t, moved)
 
 
 def numpy_alignment(features, source_mask):

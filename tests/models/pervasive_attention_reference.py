@@ -1,0 +1,89 @@
+"""An independent NumPy version of one Pervasive Attention DenseNet layer.
+
+Written from Elbayad et al. (2018), Sec. 3 and the seed notes
+(`shared/seeds/pervasive_attention_2018.ja.txt`), not from the package:
+a layer maps its input of `f` channels through
+
+    BatchNorm -> ReLU (or GLU) -> 1x1 conv (4g) -> BatchNorm -> ReLU
+    (or GLU) -> masked k x k conv (g) -> dropout
+
+and concatenates the `g` new channels after its input (DenseNet). The
+`k x k` kernel is centred on the cell `(j, i)` (target `j`, source `i`)
+and masked so that it never reads a future target row: kernel rows with
+a target offset `> 0` are zero ("5 x 3" for `k = 5`: 5 source positions,
+the current and the 2 previous target positions), with zero padding
+beyond the grid. Batch norm is in inference mode (moving statistics);
+padded source cells are zero at the convolution's input and output (the
+package's padding rule, `PervasiveAttention`'s docstring). Float64, plain
+loops: slow and obvious.
+"""
+
+import numpy as np
+
+
+def batch_norm(x, gamma, beta, mean, variance, epsilon=1e-5):
+    """Inference-mode batch norm over the last (channel) axis."""
+    return (x - mean) / np.sqrt(variance + epsilon) * gamma + beta
+
+
+def activation(x, name):
+    """ReLU, or the GLU `a * sigmoid(b)` of the two channel halves."""
+    if name == "relu":
+        return np.maximum(x, 0.0)
+    values, gates = np.split(x, 2, axis=-1)
+    return values / (1.0 + np.exp(-gates))
+
+
+def masked_convolution(x, kernel):
+    """The masked `k x k` convolution, "same" size, no bias.
+
+    Args:
+        x: `(batch, Ty, Tx, c)`.
+        kernel: the full `(k, k, c, g)` kernel, axis 0 the target offset
+            `p - k // 2`, axis 1 the source offset `q - k // 2`. Rows with
+            a positive target offset (the future) are masked out here,
+            whatever they hold.
+
+    Returns:
+        `(batch, Ty, Tx, g)`: `y[j, i] = sum_{p, q} m_p K[p, q]
+        x[j + p - k // 2, i + q - k // 2]`, `m_p = [p <= k // 2]`, with
+        `x = 0` outside the grid.
+    """
+    k = kernel.shape[0]
+    half = k // 2
+    future = np.arange(k) > half
+    kernel = np.where(future[:, None, None, None], 0.0, kernel)
+    batch, target_length, source_length, _ = x.shape
+    y = np.zeros((batch, target_length, source_length, kernel.shape[-1]))
+    for j in range(target_length):
+        for i in range(source_length):
+            for p in range(k):
+                for q in range(k):
+                    row, column = j + p - half, i + q - half
+                    if 0 <= row < target_length and 0 <= column < source_length:
+                        y[:, j, i] += x[:, row, column] @ kernel[p, q]
+    return y
+
+
+def dense_layer(x, source_mask, weights, activation_name="relu"):
+    """One masked DenseNet layer (inference mode, no dropout).
+
+    Args:
+        x: `(batch, Ty, Tx, f)` layer input.
+        source_mask: bool `(batch, Tx)`, True on real source tokens.
+        weights: dict with `"norm1"` and `"norm2"` (each a dict of
+            `gamma`, `beta`, `mean`, `variance`), `"conv1"` `(f', 4g)` (the
+            1x1 convolution; `f' = f`, or `f / 2` after a GLU) and
+            `"conv2"`, the full `(k, k, c, g)` kernel.
+        activation_name: `"relu"` or `"glu"`.
+
+    Returns:
+        `(batch, Ty, Tx, f + g)`: the input, then the new channels.
+    """
+    x = np.asarray(x, "float64")
+    cells = np.asarray(source_mask, "float64")[:, None, :, None]
+    h = activation(batch_norm(x, **weights["norm1"]), activation_name)
+    h = h @ weights["conv1"]
+    h = activation(batch_norm(h, **weights["norm2"]), activation_name)
+    new = masked_convolution(h * cells, weights["conv2"]) * cells
+    return np.concatenate([x, new], axis=-1)
