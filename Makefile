@@ -25,6 +25,8 @@ lint: install
 	ruff check . && ruff format --check .
 
 # The main job: get Ding de-en, train a small RNNsearch, evaluate, translate,
-# plot alignments and export a SavedModel, all under runs/demo.
+# plot alignments and export a SavedModel (runs/ding_de_en, saved_models/).
+# On JAX unless KERAS_BACKEND says otherwise: the fastest backend on a CPU
+# (benchmarks/README.md).
 demo: install
-	keras-bahdanau demo
+	KERAS_BACKEND=$${KERAS_BACKEND:-jax} keras-bahdanau demo

@@ -7,6 +7,8 @@
   leaves a half-written checkpoint in place of the previous one.
 - `FiniteBackupAndRestore` is `keras.callbacks.BackupAndRestore` that never
   backs up NaN or Inf weights.
+- `DevScores` adds dev BLEU and chrF to the epoch's logs, for model
+  selection.
 
 A checkpoint that cannot be written (`CheckpointError`) or weights that
 are no longer finite (`FloatingPointError`) stop training: carrying on
@@ -23,6 +25,8 @@ from pathlib import Path
 
 import keras
 import numpy as np
+
+from keras_bahdanau.evaluation import corpus_scores
 
 
 class CheckpointError(OSError):
@@ -216,3 +220,32 @@ class FiniteBackupAndRestore(keras.callbacks.BackupAndRestore):
                 f"Writing the backup in {self.backup_dir} failed: "
                 f"{error.strerror or error}. Training stopped",
             ) from error
+
+
+class DevScores(keras.callbacks.Callback):
+    """Dev BLEU and chrF at the end of each epoch, as `val_bleu`/`val_chrf`.
+
+    Translates the dev sentences with the model being trained (the run's
+    own search settings) and scores them with sacreBLEU. The scores go into
+    the epoch's logs, so the callbacks after this one see them: the CSV
+    log and TensorBoard record them, and `ModelCheckpoint`,
+    `EarlyStopping` and `ReduceLROnPlateau` can monitor `val_bleu` (mode
+    `max`). Selecting on BLEU rather than on dev loss matters on small
+    data, where the loss starts rising epochs before BLEU stops improving.
+
+    Args:
+        translate: a function of no argument returning the translations
+            (list of str) of the dev sources with the current weights.
+        references: list of str, one per dev source.
+    """
+
+    def __init__(self, translate, references):
+        super().__init__()
+        self.translate = translate
+        self.references = list(references)
+
+    def on_epoch_end(self, epoch, logs=None):
+        scores = corpus_scores(self.translate(), self.references)
+        if logs is not None:
+            logs["val_bleu"] = scores["bleu"]
+            logs["val_chrf"] = scores["chrf"]

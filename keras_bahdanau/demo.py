@@ -14,27 +14,34 @@ from keras_bahdanau import run_directory as rd
 # The same settings as examples/ding_de_en.toml (a test keeps them equal).
 DEMO_CONFIG = {
     "run_dir": "runs/ding_de_en",
+    "recipe": "small_data",
     "data": {"corpus": "ding_de_en", "max_length": 50},
     "tokenizer": {
-        "kind": "word",
-        "source_vocabulary_size": 8000,
-        "target_vocabulary_size": 6000,
+        "kind": "unigram",
+        "source_vocabulary_size": 4000,
+        "target_vocabulary_size": 4000,
     },
     "model": {
         "architecture": "rnnsearch",
         "preset": "rnnsearch_tiny",
         "dropout": 0.2,
+        "embedding_dropout": 0.1,
+        "word_dropout": 0.1,
+        "hidden_dropout": 0.1,
+        "tie_embeddings": True,
         "initialization": "glorot",
     },
     "training": {
         "optimizer": "adam",
         "learning_rate": 0.002,
+        "label_smoothing": 0.1,
         "epochs": 8,
         "batch_size": 64,
-        "patience": 2,
+        "selection": "bleu",
+        "patience": 3,
         "backup_every_steps": 50,
     },
-    "evaluation": {"beam_size": 5},
+    "evaluation": {"beam_size": 5, "selection_sentences": 300},
 }
 NUM_EXAMPLES = 5
 
@@ -49,9 +56,8 @@ def demo_config(overrides=()):
         if isinstance(values, dict)
         for key, value in values.items()
     ]
-    return resolve_config(
-        None, [*settings, f"run_dir={DEMO_CONFIG['run_dir']}", *overrides]
-    )
+    top = [f"{key}={DEMO_CONFIG[key]}" for key in ("run_dir", "recipe")]
+    return resolve_config(None, [*top, *settings, *overrides])
 
 
 def add_arguments(parser):

@@ -41,3 +41,65 @@ class BlockOrthogonal(keras.initializers.Initializer):
 
     def get_config(self):
         return {"seed": self.seed}
+
+
+def independent(initializer, index=0):
+    """A copy of `initializer` that draws values of its own.
+
+    Keras initializer instances repeat themselves: an unseeded one draws
+    its seed once, at construction, and every call returns the same stream
+    (keras3-facts, "Initializers"). A layer that builds several weights
+    from one initializer argument (`W_a` and `U_a`, `W` and `C`) must call
+    it through this, or its weights start with equal leading values.
+
+    Args:
+        initializer: a Keras initializer, its name or its config.
+        index: which weight this copy is for. A seeded initializer gets
+            `seed + index` (the first weight keeps the given seed); an
+            unseeded one a fresh random seed.
+
+    Returns:
+        A new initializer instance.
+    """
+    initializer = keras.initializers.get(initializer)
+    config = initializer.get_config()
+    if isinstance(config.get("seed"), int):
+        config["seed"] += index
+    return type(initializer).from_config(config)
+
+
+def paper_initializers(initialization):
+    """Initializer configs for `"paper"` or `"glorot"` initialization.
+
+    The paper (appendix B.1) draws weight matrices from N(0, 0.01^2), `W_a`
+    and `U_a` from N(0, 0.001^2), recurrent matrices as random orthogonal
+    matrices, and `v_a` and biases as zeros. `"glorot"` keeps orthogonal
+    recurrent weights and zero `v_a` but uses Glorot-uniform elsewhere.
+
+    Returns configs, not instances: each layer that receives one builds
+    its own instance, with its own random seed (one shared instance would
+    give every layer the same values).
+
+    Returns:
+        A dict with the keys `"kernel"`, `"attention"` and `"embedding"`.
+    """
+
+    def config(class_name, **kwargs):
+        return {"class_name": class_name, "config": {**kwargs, "seed": None}}
+
+    if initialization == "paper":
+        return {
+            "kernel": config("RandomNormal", stddev=0.01),
+            "attention": config("RandomNormal", stddev=0.001),
+            "embedding": config("RandomNormal", stddev=0.01),
+        }
+    if initialization == "glorot":
+        return {
+            "kernel": config("GlorotUniform"),
+            "attention": config("GlorotUniform"),
+            "embedding": config("RandomUniform", minval=-0.05, maxval=0.05),
+        }
+    raise ValueError(
+        '`initialization` must be "paper" or "glorot". '
+        f"Received: initialization={initialization!r}"
+    )

@@ -33,26 +33,41 @@ from keras_bahdanau import distribution as kdist
 from keras_bahdanau import run_directory as rd
 from keras_bahdanau.callbacks import AtomicModelCheckpoint
 from keras_bahdanau.callbacks import CheckpointError
+from keras_bahdanau.callbacks import DevScores
 from keras_bahdanau.callbacks import FiniteBackupAndRestore
 from keras_bahdanau.callbacks import NonFiniteLoss
+from keras_bahdanau.models.translation_model import REGULARIZATION
 
-# The schema: every key a config may set, with its default.
+# The schema: every key a config may set, with its default. The defaults
+# are the "small_data" recipe; RECIPES["paper"] is the paper's.
 DEFAULTS = {
     "run_dir": "runs/ding_de_en",
+    # "small_data" (these defaults) or "paper" (RECIPES["paper"] on top).
+    "recipe": "small_data",
     "data": {
-        # "ding_de_en", "files" (two aligned files) or "tsv".
+        # "ding_de_en", "bible_en_fr" (World English Bible -> Louis Segond
+        # 1910), "files" (aligned files) or "tsv".
         "corpus": "ding_de_en",
         "source_file": "",
         "target_file": "",
+        # "files" with these: explicit dev and test sets; without them the
+        # pairs of source_file/target_file are split by hash.
+        "dev_source_file": "",
+        "dev_target_file": "",
+        "test_source_file": "",
+        "test_target_file": "",
         "tsv_file": "",
         "max_length": 50,
         "max_train_pairs": 0,  # 0: all
         "lowercase": False,
     },
     "tokenizer": {
-        "kind": "word",  # "word" or "wordpiece"
-        "source_vocabulary_size": 30000,
-        "target_vocabulary_size": 30000,
+        # "word", "wordpiece", or SentencePiece "unigram" or "bpe".
+        "kind": "unigram",
+        "source_vocabulary_size": 4000,
+        "target_vocabulary_size": 4000,
+        # One vocabulary learnt from both languages (the source size).
+        "joint": False,
     },
     "model": {
         # "rnnsearch", "rnnencdec" or "pervasive_attention".
@@ -62,23 +77,43 @@ DEFAULTS = {
         "embedding_dim": 0,
         "hidden_dim": 0,
         "maxout_dim": 0,
-        "dropout": 0.0,
-        "initialization": "paper",
+        # Regularisation (see RNNSearch); all 0 in the paper.
+        "dropout": 0.2,  # on the readout t_i
+        "embedding_dropout": 0.1,
+        "word_dropout": 0.1,
+        "hidden_dropout": 0.1,
+        "recurrent_dropout": 0.0,
+        "tie_embeddings": True,
+        "initialization": "glorot",
     },
     "training": {
-        "optimizer": "adadelta",  # the paper's; or "adam"
-        "learning_rate": 0.0,  # 0: the optimizer's default
+        "optimizer": "adam",  # or "adadelta", the paper's
+        "learning_rate": 0.002,  # 0: the optimizer's default
         "clipnorm": 1.0,
+        "label_smoothing": 0.1,
         "epochs": 10,
-        "batch_size": 80,
+        "batch_size": 64,
         "precision": "float32",  # or "mixed_float16", "mixed_bfloat16"
-        "patience": 3,  # early stopping on dev loss
+        # "bleu": the best checkpoint, early stopping and learning-rate
+        # decay follow dev BLEU; "loss": dev loss.
+        "selection": "bleu",
+        "patience": 3,  # early stopping, in epochs
+        # Learning rate times lr_decay after lr_patience epochs without
+        # progress on the selection criterion; 0: constant.
+        "lr_decay": 0.5,
+        "lr_patience": 2,
         "seed": 1234,
         "backup_every_steps": 100,
     },
     "evaluation": {
         "beam_size": 5,
         "max_sentences": 0,  # 0: the whole dev/test split
+        # Dev sentences translated after each epoch for selection on BLEU
+        # (the first N of the dev split; 0: all).
+        "selection_sentences": 300,
+        # Unknown words replaced by their most attended source word
+        # (word-level tokenizers only).
+        "replace_unknown": True,
     },
     "distribution": {
         # "none", "data_parallel" or "model_parallel" (JAX), "mirrored"
@@ -103,11 +138,44 @@ FLAGS = {
     "--devices": "distribution.devices",
 }
 
+# The paper's recipe (section 4.2, appendix B): word shortlists of 30,000,
+# N(0, 0.01^2) initialisation, no regularisation, Adadelta, batches of 80,
+# early stopping on the dev loss.
+RECIPES = {
+    "small_data": {},
+    "paper": {
+        "tokenizer": {
+            "kind": "word",
+            "source_vocabulary_size": 30000,
+            "target_vocabulary_size": 30000,
+        },
+        "model": {
+            "dropout": 0.0,
+            "embedding_dropout": 0.0,
+            "word_dropout": 0.0,
+            "hidden_dropout": 0.0,
+            "recurrent_dropout": 0.0,
+            "tie_embeddings": False,
+            "initialization": "paper",
+        },
+        "training": {
+            "optimizer": "adadelta",
+            "learning_rate": 0.0,
+            "label_smoothing": 0.0,
+            "batch_size": 80,
+            "selection": "loss",
+            "lr_decay": 0.0,
+        },
+    },
+}
+
 CHOICES = {
-    "data.corpus": ("ding_de_en", "files", "tsv"),
-    "tokenizer.kind": ("word", "wordpiece"),
+    "recipe": tuple(RECIPES),
+    "data.corpus": ("ding_de_en", "bible_en_fr", "files", "tsv"),
+    "tokenizer.kind": ("word", "wordpiece", "unigram", "bpe"),
     "model.architecture": ("rnnsearch", "rnnencdec", "pervasive_attention"),
     "training.optimizer": ("adadelta", "adam"),
+    "training.selection": ("bleu", "loss"),
     "training.precision": ("float32", "mixed_float16", "mixed_bfloat16"),
     "distribution.strategy": kdist.STRATEGIES,
 }
@@ -196,7 +264,12 @@ def resolve_config(config_path=None, overrides=()):
                 f"Overrides look like section.key=value. Received: {override!r}"
             )
         _deep_update(raw, _nested(key.strip(), value.strip()))
-    config = _merge(DEFAULTS, raw)
+    recipe = raw.get("recipe", DEFAULTS["recipe"])
+    if recipe not in RECIPES:
+        raise ConfigError(
+            f"recipe must be one of {tuple(RECIPES)}. Received: {recipe!r}"
+        )
+    config = _merge(_merge(DEFAULTS, RECIPES[recipe]), raw)
     for key in ("epochs", "batch_size", "max_length", "backup_every_steps"):
         section = "data" if key == "max_length" else "training"
         if config[section][key] <= 0:
@@ -204,6 +277,25 @@ def resolve_config(config_path=None, overrides=()):
                 f"{section}.{key} must be positive. "
                 f"Received: {config[section][key]}"
             )
+    for section, key in (
+        ("training", "label_smoothing"),
+        ("training", "lr_decay"),
+    ):
+        if not 0.0 <= config[section][key] < 1.0:
+            raise ConfigError(
+                f"{section}.{key} must be in [0, 1). "
+                f"Received: {config[section][key]}"
+            )
+    if config["training"]["lr_patience"] < 1:
+        raise ConfigError(
+            "training.lr_patience must be positive. "
+            f"Received: {config['training']['lr_patience']}"
+        )
+    if config["evaluation"]["selection_sentences"] < 0:
+        raise ConfigError(
+            "evaluation.selection_sentences must be 0 (all) or positive. "
+            f"Received: {config['evaluation']['selection_sentences']}"
+        )
     for key in ("devices", "model_shards"):
         if config["distribution"][key] < 0:
             raise ConfigError(
@@ -229,15 +321,42 @@ def _load_corpus(data):
     corpus = data["corpus"]
     if corpus == "ding_de_en":
         splits = {s: kd.ding_de_en(s) for s in ("train", "dev", "test")}
+    elif corpus == "bible_en_fr":
+        splits = {s: kd.bible(s) for s in ("train", "dev", "test")}
     elif corpus == "files":
-        for key in ("source_file", "target_file"):
+        given = [
+            split
+            for split in ("dev", "test")
+            if data[f"{split}_source_file"] or data[f"{split}_target_file"]
+        ]
+        keys = ["source_file", "target_file"] + [
+            f"{split}_{side}_file"
+            for split in given
+            for side in ("source", "target")
+        ]
+        for key in keys:
             if not data[key] or not Path(data[key]).is_file():
                 raise ConfigError(
                     f"data.{key} must name an existing file for corpus "
                     f"'files'. Received: {data[key]!r}"
                 )
         pairs = kd.read_parallel_files(data["source_file"], data["target_file"])
-        splits = kd.split_pairs(pairs)
+        if given == ["dev", "test"]:
+            splits = {"train": pairs}
+        elif not given:
+            splits = kd.split_pairs(pairs)
+        else:
+            raise ConfigError(
+                "corpus 'files' takes both a dev and a test set "
+                "(data.dev_source_file, data.dev_target_file, "
+                "data.test_source_file, data.test_target_file) or neither "
+                f"(a hash split of source_file/target_file). Received: only "
+                f"{given[0]}."
+            )
+        for split in given:
+            splits[split] = kd.read_parallel_files(
+                data[f"{split}_source_file"], data[f"{split}_target_file"]
+            )
     else:
         if not data["tsv_file"] or not Path(data["tsv_file"]).is_file():
             raise ConfigError(
@@ -287,7 +406,7 @@ def build_model(model_config, source_size, target_size):
         ]
         kwargs.update(
             sizes,
-            dropout=model_config["dropout"],
+            **{key: model_config[key] for key in REGULARIZATION},
             initialization=model_config["initialization"],
         )
     try:
@@ -339,13 +458,15 @@ def _check_same_run(run_dir, config):
     return True
 
 
-def _best_dev_loss(run_dir):
+def _best_logged(run_dir, monitor, mode):
+    """The best `monitor` value in the run's CSV log (for a resume)."""
+    worst = -math.inf if mode == "max" else math.inf
     path = Path(run_dir) / rd.TRAINING_LOG
     if not path.is_file():
-        return math.inf
+        return worst
     with open(path, newline="") as file:
-        losses = [float(row["val_loss"]) for row in csv.DictReader(file)]
-    return min(losses, default=math.inf)
+        values = [float(row[monitor]) for row in csv.DictReader(file)]
+    return (max if mode == "max" else min)(values, default=worst)
 
 
 def train(config, callbacks=()):
@@ -379,22 +500,7 @@ def train(config, callbacks=()):
     keras.utils.set_random_seed(config["training"]["seed"])
     keras.mixed_precision.set_global_policy(config["training"]["precision"])
 
-    tokenizers = {}
-    for side, index, directory in (
-        ("source", 0, rd.SOURCE_VOCABULARY),
-        ("target", 1, rd.TARGET_VOCABULARY),
-    ):
-        path = run_dir / directory
-        if resuming and path.is_dir():
-            tokenizers[side] = kd.load_tokenizer(path)
-        else:
-            tokenizers[side] = kd.build_tokenizer(
-                config["tokenizer"]["kind"],
-                [pair[index] for pair in splits["train"]],
-                config["tokenizer"][f"{side}_vocabulary_size"],
-                lowercase=config["data"]["lowercase"],
-            )
-            tokenizers[side].save(path)
+    tokenizers = _tokenizers(run_dir, config, splits["train"], resuming)
 
     datasets = {}
     for split in ("train", "dev"):
@@ -432,7 +538,12 @@ def train(config, callbacks=()):
             training["learning_rate"] or None,
             training["clipnorm"] or None,
         )
-        compile_model(model, optimizer, **kdist.compile_arguments(plan))
+        compile_model(
+            model,
+            optimizer,
+            label_smoothing=training["label_smoothing"],
+            **kdist.compile_arguments(plan),
+        )
         # BackupAndRestore needs a built model and optimizer.
         model.optimizer.build(model.trainable_variables)
         # Not from the training data: an iteration would move its shuffling.
@@ -450,7 +561,10 @@ def train(config, callbacks=()):
                 datasets["train"],
                 validation_data=kdist.validation_data(plan, datasets["dev"]),
                 epochs=training["epochs"],
-                callbacks=[*_callbacks(run_dir, training), *callbacks],
+                callbacks=[
+                    *_callbacks(run_dir, config, model, tokenizers, splits),
+                    *callbacks,
+                ],
                 shuffle=False,  # the dataset shuffles itself each epoch
                 verbose=1 if sys.stdout.isatty() else 2,  # bar on a terminal
             )
@@ -461,13 +575,88 @@ def train(config, callbacks=()):
     return run_dir
 
 
-def _callbacks(run_dir, training):
+def _tokenizers(run_dir, config, pairs, resuming):
+    """The run's source and target tokenizers: learnt, or read on resume."""
+    from keras_bahdanau import data as kd
+
+    settings = config["tokenizer"]
+    tokenizers = {}
+    for side, index, directory in (
+        ("source", 0, rd.SOURCE_VOCABULARY),
+        ("target", 1, rd.TARGET_VOCABULARY),
+    ):
+        path = run_dir / directory
+        if resuming and path.is_dir():
+            tokenizers[side] = kd.load_tokenizer(path)
+            continue
+        if settings["joint"] and side == "target":
+            tokenizers[side] = tokenizers["source"]
+        else:
+            texts = [pair[index] for pair in pairs]
+            if settings["joint"]:
+                texts += [target for _, target in pairs]
+            try:
+                tokenizers[side] = kd.build_tokenizer(
+                    settings["kind"],
+                    texts,
+                    settings[f"{side}_vocabulary_size"],
+                    lowercase=config["data"]["lowercase"],
+                )
+            except ValueError as error:
+                raise ConfigError(f"[tokenizer] {error}") from None
+        tokenizers[side].save(path)
+    return tokenizers
+
+
+def _selection(training):
+    """The logged value that selects the best epoch, and its mode."""
+    if training["selection"] == "bleu":
+        return "val_bleu", "max"
+    return "val_loss", "min"
+
+
+def _callbacks(run_dir, config, model, tokenizers, splits):
+    from keras_bahdanau.translator import Translator
+
+    training, evaluation = config["training"], config["evaluation"]
+    monitor, mode = _selection(training)
+    selection = []
+    if training["selection"] == "bleu":
+        pairs = splits["dev"][: evaluation["selection_sentences"] or None]
+        translator = Translator(
+            model, tokenizers["source"], tokenizers["target"]
+        )
+
+        def translate():
+            translations = translator.translate(
+                [source for source, _ in pairs],
+                beam_size=evaluation["beam_size"],
+                batch_size=64,
+            )
+            return [translation.text for translation in translations]
+
+        selection.append(DevScores(translate, [t for _, t in pairs]))
+    if training["lr_decay"]:
+        selection.append(
+            keras.callbacks.ReduceLROnPlateau(
+                monitor=monitor,
+                mode=mode,
+                factor=training["lr_decay"],
+                patience=training["lr_patience"],
+                verbose=1,
+            )
+        )
     best = AtomicModelCheckpoint(
-        run_dir / rd.BEST_MODEL, monitor="val_loss", save_best_only=True
+        run_dir / rd.BEST_MODEL,
+        monitor=monitor,
+        mode=mode,
+        save_best_only=True,
     )
-    best.best = _best_dev_loss(run_dir)  # survive a resume
+    best.best = _best_logged(run_dir, monitor, mode)  # survive a resume
     return [
         NonFiniteLoss(),  # first: it stops a diverged step before any save
+        # Before everything that reads the epoch's logs.
+        *selection,
         best,
         AtomicModelCheckpoint(run_dir / rd.LAST_MODEL),
         keras.callbacks.CSVLogger(run_dir / rd.TRAINING_LOG, append=True),
@@ -479,7 +668,7 @@ def _callbacks(run_dir, training):
             double_checkpoint=True,
         ),
         keras.callbacks.EarlyStopping(
-            monitor="val_loss", patience=training["patience"]
+            monitor=monitor, mode=mode, patience=training["patience"]
         ),
         keras.callbacks.TensorBoard(run_dir / rd.TENSORBOARD),
     ]
@@ -487,12 +676,21 @@ def _callbacks(run_dir, training):
 
 def evaluate_run(run_dir, splits, evaluation):
     """Dev and test BLEU/chrF of the best model, into `results.json`."""
+    from keras_bahdanau.data import WordTokenizer
     from keras_bahdanau.evaluation import evaluate
     from keras_bahdanau.translator import Translator
 
     # Whole sentences: no truncation at the training length limit.
     translator = Translator.from_run_dir(
         run_dir, checkpoint="best", max_source_length=None
+    )
+    # Off for subwords, which have (almost) no [UNK] and no word to copy.
+    replace_unknown = evaluation["replace_unknown"] and all(
+        isinstance(tokenizer, WordTokenizer)
+        for tokenizer in (
+            translator.source_tokenizer,
+            translator.target_tokenizer,
+        )
     )
     results = {}
     for split in ("dev", "test"):
@@ -502,6 +700,7 @@ def evaluate_run(run_dir, splits, evaluation):
             [source for source, _ in pairs],
             [target for _, target in pairs],
             beam_size=evaluation["beam_size"],
+            replace_unknown=replace_unknown,
         )
         results[split] = {
             key: scores[key]
@@ -510,7 +709,8 @@ def evaluate_run(run_dir, splits, evaluation):
         results[split]["sentences"] = len(pairs)
         print(
             f"[{split}] BLEU {scores['bleu']:.2f}  chrF {scores['chrf']:.2f}"
-            f"  ({len(pairs)} sentences, beam {evaluation['beam_size']}; "
+            f"  ({len(pairs)} sentences, beam {evaluation['beam_size']}"
+            f"{', unknown words replaced' if replace_unknown else ''}; "
             f"{scores['bleu_signature']})"
         )
     rd.atomic_write_text(run_dir / rd.RESULTS, json.dumps(results, indent=2))

@@ -14,6 +14,14 @@ class MaskedSparseCategoricalCrossentropy(keras.losses.Loss):
     `batch * Ty` padded grid, so short and long batches weigh each token
     alike. Computed in float32 from logits.
 
+    With `label_smoothing = eps > 0` the target distribution is `(1 - eps)`
+    on the reference token plus `eps / V` on every token of the
+    vocabulary (Szegedy et al., 2016, arXiv:1512.00567, section 7), so a
+    token's loss is `(1 - eps) * (-log p_y) + eps * mean_k(-log p_k)`.
+
+    Args:
+        label_smoothing: float in [0, 1), 0 in the paper.
+
     Example:
 
     >>> loss = MaskedSparseCategoricalCrossentropy()
@@ -21,17 +29,37 @@ class MaskedSparseCategoricalCrossentropy(keras.losses.Loss):
     >>> value = loss(labels, np.zeros((1, 3, 10), "float32"))  # log(10)
     """
 
-    def __init__(self, name="masked_sparse_categorical_crossentropy", **kwargs):
+    def __init__(
+        self,
+        label_smoothing=0.0,
+        name="masked_sparse_categorical_crossentropy",
+        **kwargs,
+    ):
         super().__init__(name=name, **kwargs)
+        if not 0.0 <= label_smoothing < 1.0:
+            raise ValueError(
+                "`label_smoothing` must be in [0, 1). Received: "
+                f"label_smoothing={label_smoothing}"
+            )
+        self.label_smoothing = label_smoothing
 
     def call(self, y_true, y_pred):
         y_true = ops.cast(y_true, "int32")
         mask = ops.cast(ops.not_equal(y_true, PAD_ID), "float32")
+        logits = ops.cast(y_pred, "float32")
         losses = ops.sparse_categorical_crossentropy(
-            y_true, ops.cast(y_pred, "float32"), from_logits=True
-        )
+            y_true, logits, from_logits=True
+        )  # (batch, Ty)
+        if self.label_smoothing:
+            # -mean_k log p_k = logsumexp(z) - mean_k z_k, per position.
+            uniform = ops.logsumexp(logits, axis=-1) - ops.mean(logits, -1)
+            eps = self.label_smoothing
+            losses = (1.0 - eps) * losses + eps * uniform
         # One scalar per batch: the base class's mean over it is a no-op.
         return ops.sum(losses * mask) / ops.maximum(ops.sum(mask), 1.0)
+
+    def get_config(self):
+        return {**super().get_config(), "label_smoothing": self.label_smoothing}
 
 
 @keras.saving.register_keras_serializable(package="keras_bahdanau")
@@ -133,17 +161,24 @@ def make_optimizer(name="adadelta", learning_rate=None, clipnorm=1.0):
     )
 
 
-def compile_model(model, optimizer="adadelta", learning_rate=None, **kwargs):
+def compile_model(
+    model,
+    optimizer="adadelta",
+    learning_rate=None,
+    label_smoothing=0.0,
+    **kwargs,
+):
     """`model.compile` with the masked loss and token accuracy.
 
     `optimizer` is a name for `make_optimizer` or a Keras optimizer;
+    `label_smoothing` goes to `MaskedSparseCategoricalCrossentropy`;
     `kwargs` go to `model.compile` (e.g. `jit_compile`).
     """
     if isinstance(optimizer, str):
         optimizer = make_optimizer(optimizer, learning_rate)
     model.compile(
         optimizer=optimizer,
-        loss=MaskedSparseCategoricalCrossentropy(),
+        loss=MaskedSparseCategoricalCrossentropy(label_smoothing),
         metrics=[MaskedTokenAccuracy()],
         **kwargs,
     )

@@ -7,6 +7,7 @@ import pytest
 
 from keras_bahdanau.callbacks import AtomicModelCheckpoint
 from keras_bahdanau.callbacks import CheckpointError
+from keras_bahdanau.callbacks import DevScores
 from keras_bahdanau.callbacks import FiniteBackupAndRestore
 from keras_bahdanau.callbacks import NonFiniteLoss
 
@@ -207,3 +208,41 @@ def test_backup_write_error_is_clear(tmp_path, monkeypatch):
     monkeypatch.setattr(model, "save_weights", no_space)
     with pytest.raises(CheckpointError, match="No space left on device"):
         _fit(model, [backup], epochs=1)
+
+
+class _WeightsAtEpochEnd(keras.callbacks.Callback):
+    def __init__(self):
+        super().__init__()
+        self.weights = []
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.weights.append([np.array(w) for w in self.model.get_weights()])
+
+
+def test_selection_on_bleu_keeps_the_epoch_with_the_best_bleu(tmp_path):
+    references = ["the house is small", "the dog sleeps"]
+    # What the "model" translates after each epoch: BLEU 0, 100, then ~40
+    # (a lower loss every epoch, so selecting on the loss would keep 3).
+    outputs = iter(
+        [["a b c d", "e f g"], references, ["the house is big", "the cat"]]
+    )
+    scores = DevScores(lambda: next(outputs), references)
+    best = AtomicModelCheckpoint(
+        tmp_path / "best.keras",
+        monitor="val_bleu",
+        mode="max",
+        save_best_only=True,
+    )
+    weights = _WeightsAtEpochEnd()
+    log = keras.callbacks.CSVLogger(tmp_path / "log.csv")
+    model = _model()
+    _fit(model, [scores, best, weights, log], epochs=3)
+    loaded = keras.saving.load_model(tmp_path / "best.keras")
+    for a, b in zip(loaded.get_weights(), weights.weights[1], strict=True):
+        np.testing.assert_array_equal(a, b)
+    rows = (tmp_path / "log.csv").read_text().splitlines()
+    header = rows[0].split(",")
+    bleu = [float(row.split(",")[header.index("val_bleu")]) for row in rows[1:]]
+    assert bleu[0] == 0.0 and bleu[1] == pytest.approx(100.0)
+    assert 0.0 < bleu[2] < 100.0
+    assert "val_chrf" in header

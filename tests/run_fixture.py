@@ -148,6 +148,8 @@ def build_run_dir(path, fit_epochs=0, seed=0, architecture="rnnsearch"):
         **resolve_config(
             overrides=[
                 f"run_dir={path}",
+                # Word vocabularies and no regularisation, like the model.
+                "recipe=paper",
                 f"data.max_length={MAX_LENGTH}",
                 "tokenizer.source_vocabulary_size=100",
                 "tokenizer.target_vocabulary_size=100",

@@ -21,6 +21,9 @@ from keras_bahdanau.training import compile_model
 from tests.run_fixture import reversal_corpus
 
 TINY = [
+    # The paper's recipe (word vocabularies, no regularisation): these tests
+    # check the plumbing; the small-data recipe has tests of its own.
+    "recipe=paper",
     "model.preset=",
     "model.embedding_dim=8",
     "model.hidden_dim=8",
@@ -367,3 +370,111 @@ def test_command_reports_faults_in_one_line(monkeypatch):
         with pytest.raises(SystemExit) as caught:
             train_module.run(args)
         assert str(caught.value) == f"keras-bahdanau train: {error}"
+
+
+def test_recipes():
+    small = resolve_config(None, [])
+    assert small["recipe"] == "small_data"
+    assert small["tokenizer"]["kind"] == "unigram"
+    assert small["training"]["selection"] == "bleu"
+    assert small["model"]["tie_embeddings"] is True
+    paper = resolve_config(None, ["recipe=paper"])
+    assert paper["training"]["optimizer"] == "adadelta"
+    assert paper["model"]["initialization"] == "paper"
+    assert paper["tokenizer"] == {
+        "kind": "word",
+        "source_vocabulary_size": 30000,
+        "target_vocabulary_size": 30000,
+        "joint": False,
+    }
+    assert not any(
+        paper["model"][key]
+        for key in ("dropout", "word_dropout", "tie_embeddings")
+    )
+    # The user's keys win over the recipe's.
+    mixed = resolve_config(None, ["recipe=paper", "training.optimizer=adam"])
+    assert mixed["training"]["optimizer"] == "adam"
+    with pytest.raises(ConfigError, match="recipe must be one of"):
+        resolve_config(None, ["recipe=fast"])
+    with pytest.raises(ConfigError, match="label_smoothing must be in"):
+        resolve_config(None, ["training.label_smoothing=1.5"])
+
+
+def _write(path, lines):
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_files_corpus_with_explicit_dev_and_test(tmp_path):
+    from keras_bahdanau.train import load_corpus
+
+    files = {}
+    for split, n in (("train", 5), ("dev", 2), ("test", 3)):
+        for side in ("src", "tgt"):
+            files[split, side] = _write(
+                tmp_path / f"{split}.{side}",
+                [f"{split} {side} {i}" for i in range(n)],
+            )
+    data = [
+        "data.corpus=files",
+        f"data.source_file={files['train', 'src']}",
+        f"data.target_file={files['train', 'tgt']}",
+        f"data.dev_source_file={files['dev', 'src']}",
+        f"data.dev_target_file={files['dev', 'tgt']}",
+        f"data.test_source_file={files['test', 'src']}",
+        f"data.test_target_file={files['test', 'tgt']}",
+    ]
+    splits = load_corpus(resolve_config(None, data)["data"])
+    assert splits["train"] == [
+        (f"train src {i}", f"train tgt {i}") for i in range(5)
+    ]
+    assert splits["dev"] == [
+        ("dev src 0", "dev tgt 0"),
+        ("dev src 1", "dev tgt 1"),
+    ]
+    assert [source for source, _ in splits["test"]] == [
+        f"test src {i}" for i in range(3)
+    ]
+    with pytest.raises(ConfigError, match="both a dev and a test set"):
+        load_corpus(resolve_config(None, data[:5])["data"])
+    with pytest.raises(ConfigError, match="data.test_target_file"):
+        load_corpus(
+            resolve_config(
+                None, data[:-1] + ["data.test_target_file=missing.tgt"]
+            )["data"]
+        )
+
+
+def test_small_data_recipe_learns_the_reversal_task(tmp_path):
+    """The default recipe (dropouts, label smoothing, tied embeddings,
+    selection on dev BLEU, learning-rate decay) learns: BLEU, not only a
+    falling loss."""
+    run_dir = tmp_path / "run"
+    config = resolve_config(
+        None,
+        _corpus(tmp_path, n=600)
+        + [
+            "tokenizer.kind=word",
+            "model.preset=",
+            "model.embedding_dim=16",
+            "model.hidden_dim=32",
+            "model.maxout_dim=16",
+            "training.learning_rate=0.01",
+            "training.batch_size=16",
+            "training.epochs=6",
+            "data.max_length=10",
+            "evaluation.beam_size=2",
+            "evaluation.max_sentences=20",
+            f"run_dir={run_dir}",
+        ],
+    )
+    train(config)
+    with open(run_dir / rd.TRAINING_LOG, newline="") as file:
+        rows = list(csv.DictReader(file))
+    bleu = [float(row["val_bleu"]) for row in rows]
+    assert len(bleu) == 6
+    results = json.loads((run_dir / rd.RESULTS).read_text())
+    assert results["test"]["bleu"] >= 50.0, (bleu, results)
+    assert results["dev"]["bleu"] >= 50.0
+    model, _, _, _ = rd.load_run(run_dir)
+    assert model.get_config()["tie_embeddings"] is True

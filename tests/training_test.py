@@ -103,3 +103,33 @@ def test_import_registers_what_saved_models_refer_to():
         "'keras_bahdanau>' + name) is not None, name\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_label_smoothing_against_numpy():
+    rng = np.random.default_rng(1)
+    logits = rng.normal(size=(2, 4, 7)).astype("float32")
+    labels = np.array([[4, 5, 3, 0], [6, 3, 0, 0]])
+    eps = 0.2
+    # The smoothed target distribution, written out: (1 - eps) on the
+    # label plus eps / V everywhere; cross-entropy against it.
+    target = np.full(logits.shape, eps / 7)
+    np.put_along_axis(target, labels[..., None], 1 - eps + eps / 7, axis=-1)
+    per_token = -(target * _log_softmax(logits)).sum(-1)
+    expected = per_token[labels != 0].mean()
+    loss = MaskedSparseCategoricalCrossentropy(label_smoothing=eps)
+    np.testing.assert_allclose(
+        to_numpy(loss(labels, logits)), expected, rtol=1e-5
+    )
+    # Padding still counts for nothing, whatever its logits.
+    logits[1, 2:] = 100.0
+    np.testing.assert_allclose(
+        to_numpy(loss(labels, logits)), expected, rtol=1e-5
+    )
+    config = loss.get_config()
+    assert config["label_smoothing"] == eps
+    assert (
+        MaskedSparseCategoricalCrossentropy.from_config(config).label_smoothing
+        == eps
+    )
+    with pytest.raises(ValueError, match="label_smoothing=1.0"):
+        MaskedSparseCategoricalCrossentropy(label_smoothing=1.0)

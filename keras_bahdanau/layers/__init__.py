@@ -3,3 +3,4 @@ from keras_bahdanau.layers.attention_decoder import AttentionDecoder
 from keras_bahdanau.layers.attention_gru_cell import AttentionGRUCell
 from keras_bahdanau.layers.bidirectional_rnn import BidirectionalRNN
 from keras_bahdanau.layers.maxout_dense import MaxoutDense
+from keras_bahdanau.layers.reversible_embedding import ReversibleEmbedding

@@ -1,6 +1,8 @@
 import keras
 from keras import ops
 
+from keras_bahdanau.initializers import independent
+
 
 def alignment_scores(projected_query, keys, score_vector):
     """The energies `e_ij = v_a^T tanh(W_a q_i + U_a h_j)` (A.1.2).
@@ -126,12 +128,12 @@ class AdditiveAttention(keras.layers.Layer):
         self.query_kernel = self.add_weight(
             name="query_kernel",  # W_a
             shape=(query_shape[-1], self.units),
-            initializer=self.kernel_initializer,
+            initializer=independent(self.kernel_initializer, 0),
         )
         self.key_kernel = self.add_weight(
             name="key_kernel",  # U_a
             shape=(value_shape[-1], self.units),
-            initializer=self.kernel_initializer,
+            initializer=independent(self.kernel_initializer, 1),
         )
         self.score_vector = self.add_weight(
             name="score_vector",  # v_a

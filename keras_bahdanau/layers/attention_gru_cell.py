@@ -2,6 +2,7 @@ import keras
 from keras import ops
 
 from keras_bahdanau.initializers import BlockOrthogonal
+from keras_bahdanau.initializers import independent
 from keras_bahdanau.layers.additive_attention import AdditiveAttention
 
 
@@ -122,7 +123,7 @@ class AttentionGRUCell(keras.layers.Layer):
         self.kernel = self.add_weight(
             name="kernel",  # [W_z, W_r, W]
             shape=(input_shape[-1], 3 * n),
-            initializer=self.kernel_initializer,
+            initializer=independent(self.kernel_initializer, 0),
         )
         self.recurrent_kernel = self.add_weight(
             name="recurrent_kernel",  # [U_z, U_r, U]
@@ -132,7 +133,7 @@ class AttentionGRUCell(keras.layers.Layer):
         self.context_kernel = self.add_weight(
             name="context_kernel",  # [C_z, C_r, C]
             shape=(self.context_dim, 3 * n),
-            initializer=self.kernel_initializer,
+            initializer=independent(self.kernel_initializer, 1),
         )
         self.bias = self.add_weight(
             name="bias", shape=(3 * n,), initializer="zeros"

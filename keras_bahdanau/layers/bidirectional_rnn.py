@@ -3,6 +3,8 @@
 import keras
 from keras import ops
 
+from keras_bahdanau.initializers import independent
+
 
 @keras.saving.register_keras_serializable(package="keras_bahdanau")
 class BidirectionalRNN(keras.layers.Layer):
@@ -150,12 +152,12 @@ class BidirectionalRNN(keras.layers.Layer):
         self.forward_kernel = self.add_weight(
             name="forward_kernel",
             shape=(forward_units, self.output_units),
-            initializer=self.kernel_initializer,
+            initializer=independent(self.kernel_initializer, 0),
         )
         self.backward_kernel = self.add_weight(
             name="backward_kernel",
             shape=(backward_units, self.output_units),
-            initializer=self.kernel_initializer,
+            initializer=independent(self.kernel_initializer, 1),
         )
         if self.use_bias:
             self.bias = self.add_weight(

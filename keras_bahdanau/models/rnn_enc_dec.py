@@ -4,12 +4,16 @@ import keras
 from keras import ops
 
 from keras_bahdanau.initializers import BlockOrthogonal
+from keras_bahdanau.initializers import paper_initializers
 from keras_bahdanau.layers.maxout_dense import MaxoutDense
-from keras_bahdanau.models.rnn_search import RNNSearch
+from keras_bahdanau.models.rnn_search import add_dropout_layers
+from keras_bahdanau.models.rnn_search import embed
+from keras_bahdanau.models.rnn_search import output_projection
+from keras_bahdanau.models.rnn_search import readout
+from keras_bahdanau.models.rnn_search import target_embedding
 from keras_bahdanau.models.rnn_search_presets import RNN_ENC_DEC_PRESETS
 from keras_bahdanau.models.translation_model import TranslationModel
 from keras_bahdanau.models.translation_model import check_rnn_arguments
-from keras_bahdanau.models.translation_model import paper_initializers
 
 
 @keras.saving.register_keras_serializable(package="keras_bahdanau")
@@ -38,7 +42,11 @@ class RNNEncDec(TranslationModel):
         maxout_dim: int, `l` (500 in the paper).
         readout_state: `"current"` (Cho et al.'s `g(s_i, y_{i-1}, c)`,
             default) or `"previous"`.
-        dropout: float, dropout on the maxout output.
+        dropout, embedding_dropout, word_dropout, recurrent_dropout,
+            tie_embeddings: as for `RNNSearch` (`recurrent_dropout` acts on
+            the encoder GRU).
+        hidden_dropout: float, dropout on the summary `c` and on the
+            decoder states that enter the readout.
         initialization: `"paper"` or `"glorot"` (see `RNNSearch`).
         dtype: dtype policy; logits are always float32.
         **kwargs: `name`, `trainable`.
@@ -69,10 +77,23 @@ class RNNEncDec(TranslationModel):
         maxout_dim=500,
         readout_state="current",
         dropout=0.0,
+        embedding_dropout=0.0,
+        word_dropout=0.0,
+        hidden_dropout=0.0,
+        recurrent_dropout=0.0,
+        tie_embeddings=False,
         initialization="paper",
         dtype=None,
         **kwargs,
     ):
+        regularization = dict(
+            dropout=dropout,
+            embedding_dropout=embedding_dropout,
+            word_dropout=word_dropout,
+            hidden_dropout=hidden_dropout,
+            recurrent_dropout=recurrent_dropout,
+            tie_embeddings=tie_embeddings,
+        )
         check_rnn_arguments(
             source_vocabulary_size,
             target_vocabulary_size,
@@ -80,7 +101,7 @@ class RNNEncDec(TranslationModel):
             hidden_dim,
             maxout_dim,
             readout_state,
-            dropout,
+            **regularization,
         )
         init = paper_initializers(initialization)
         n = hidden_dim
@@ -114,19 +135,15 @@ class RNNEncDec(TranslationModel):
             dtype=dtype,
             name="source_embedding",
         )
-        layers.encoder = gru("encoder")
+        layers.encoder = gru("encoder", recurrent_dropout=recurrent_dropout)
         layers.context_projection = dense(
             n, "context_projection", activation="tanh"
         )
         layers.initial_state_projection = dense(
             n, "initial_state_projection", activation="tanh"
         )
-        layers.target_embedding = keras.layers.Embedding(
-            target_vocabulary_size,
-            embedding_dim,
-            embeddings_initializer=init["embedding"],
-            dtype=dtype,
-            name="target_embedding",
+        layers.target_embedding = target_embedding(
+            target_vocabulary_size, embedding_dim, init, dtype, tie_embeddings
         )
         layers.decoder = gru("decoder", return_sequences=True)
         layers.maxout = MaxoutDense(
@@ -136,14 +153,9 @@ class RNNEncDec(TranslationModel):
             dtype=dtype,
             name="maxout",
         )
-        layers.readout_dropout = keras.layers.Dropout(
-            dropout, dtype=dtype, name="readout_dropout"
-        )
-        layers.output_projection = keras.layers.Dense(
-            target_vocabulary_size,
-            kernel_initializer=init["kernel"],
-            dtype="float32",
-            name="output_projection",
+        add_dropout_layers(layers, dtype, **regularization)
+        layers.output_projection = output_projection(
+            target_vocabulary_size, init, tie_embeddings
         )
 
         # === Functional Model ===
@@ -152,7 +164,8 @@ class RNNEncDec(TranslationModel):
         context, initial_state = self._encode(
             layers, source_ids, ops.not_equal(source_ids, 0)
         )
-        target_embedded = layers.target_embedding(target_ids)  # (b,Ty,m)
+        context = layers.hidden_dropout(context)
+        target_embedded = embed(layers, layers.target_embedding, target_ids)
         # (b, n) -> (b, Ty, n): the same context at every step.
         # A broadcast, not ops.repeat: Ty is unknown while the graph is built.
         contexts = ops.expand_dims(context, 1) * ops.ones_like(
@@ -166,7 +179,8 @@ class RNNEncDec(TranslationModel):
             states = ops.concatenate(
                 [ops.expand_dims(initial_state, 1), states[:, :-1]], axis=1
             )
-        logits = RNNSearch._readout(layers, states, target_embedded, contexts)
+        states = layers.hidden_dropout(states)
+        logits = readout(layers, states, target_embedded, contexts)
         super().__init__(
             inputs={"source_ids": source_ids, "target_ids": target_ids},
             outputs=logits,
@@ -182,13 +196,20 @@ class RNNEncDec(TranslationModel):
         self.hidden_dim = hidden_dim
         self.maxout_dim = maxout_dim
         self.readout_state = readout_state
-        self.dropout = dropout
+        self.regularization = regularization  # as RNNSearch
         self.initialization = initialization
+        # What the layers were built with, for get_config: the functional
+        # model's own policy is the global one.
+        self.layer_dtype = (
+            keras.dtype_policies.serialize(keras.dtype_policies.get(dtype))
+            if dtype is not None
+            else None
+        )
 
     @staticmethod
     def _encode(layers, source_ids, source_mask):
         """The fixed context `c` (batch, n) and `s_0` (batch, n)."""
-        embedded = layers.source_embedding(source_ids)  # (b, Tx, m)
+        embedded = embed(layers, layers.source_embedding, source_ids)
         last_state = layers.encoder(embedded, mask=source_mask)  # h_Tx
         context = layers.context_projection(last_state)
         return context, layers.initial_state_projection(context)
@@ -212,7 +233,7 @@ class RNNEncDec(TranslationModel):
         readout_state = (
             previous_state if self.readout_state == "previous" else state
         )
-        logits = RNNSearch._readout(self, readout_state, embedded, context)
+        logits = readout(self, readout_state, embedded, context)
         attention = ops.zeros(ops.shape(cache["source_mask"]), "float32")
         return logits, attention, {**cache, "state": state}
 
@@ -224,8 +245,9 @@ class RNNEncDec(TranslationModel):
             "hidden_dim": self.hidden_dim,
             "maxout_dim": self.maxout_dim,
             "readout_state": self.readout_state,
-            "dropout": self.dropout,
+            **self.regularization,
             "initialization": self.initialization,
+            "dtype": self.layer_dtype,
             "name": self.name,
             "trainable": self.trainable,
         }

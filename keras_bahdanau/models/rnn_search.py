@@ -4,13 +4,14 @@ import keras
 from keras import ops
 
 from keras_bahdanau.initializers import BlockOrthogonal
+from keras_bahdanau.initializers import paper_initializers
 from keras_bahdanau.layers.attention_decoder import AttentionDecoder
 from keras_bahdanau.layers.maxout_dense import MaxoutDense
+from keras_bahdanau.layers.reversible_embedding import ReversibleEmbedding
 from keras_bahdanau.models.rnn_search_presets import RNN_SEARCH_PRESETS
 from keras_bahdanau.models.translation_model import TranslationModel
 from keras_bahdanau.models.translation_model import check_positive_int
 from keras_bahdanau.models.translation_model import check_rnn_arguments
-from keras_bahdanau.models.translation_model import paper_initializers
 
 
 @keras.saving.register_keras_serializable(package="keras_bahdanau")
@@ -50,8 +51,25 @@ class RNNSearch(TranslationModel):
         reset_after: bool, encoder GRU form (see above).
         readout_state: `"previous"` (appendix, default) or `"current"`.
         dropout: float, dropout on the maxout output `t_i` (0 in the paper).
+        embedding_dropout: float, dropout on the units of the source and
+            target embeddings `E-bar x_j`, `E y_{i-1}` (Gal & Ghahramani,
+            2016, arXiv:1512.05287).
+        word_dropout: float, the probability that a whole source or target
+            token is dropped (its embedding zeroed) in training (Sennrich,
+            Haddow & Birch, 2016, arXiv:1606.02891, section 4.1).
+        hidden_dropout: float, dropout on the annotations `h_j` and on the
+            decoder states `s` that enter the readout.
+        recurrent_dropout: float, variational dropout on the recurrent
+            state of the encoder GRUs (Keras `GRU(recurrent_dropout=...)`).
+        tie_embeddings: bool, whether the target embedding `E` is also the
+            output projection `W_o` (`W_o = E^T`, with a bias; Press & Wolf,
+            2017, arXiv:1608.05859); needs `maxout_dim == embedding_dim`.
         initialization: `"paper"` or `"glorot"`.
         dtype: dtype policy for the layers; logits are always float32.
+
+        All dropout is active in training only and 0 in the paper's recipe;
+        Sennrich & Zhang (2019, arXiv:1905.11901) found it, with tied
+        embeddings, to matter most for small corpora.
         **kwargs: `name`, `trainable`.
 
     Inputs:
@@ -89,10 +107,23 @@ class RNNSearch(TranslationModel):
         reset_after=False,
         readout_state="previous",
         dropout=0.0,
+        embedding_dropout=0.0,
+        word_dropout=0.0,
+        hidden_dropout=0.0,
+        recurrent_dropout=0.0,
+        tie_embeddings=False,
         initialization="paper",
         dtype=None,
         **kwargs,
     ):
+        regularization = dict(
+            dropout=dropout,
+            embedding_dropout=embedding_dropout,
+            word_dropout=word_dropout,
+            hidden_dropout=hidden_dropout,
+            recurrent_dropout=recurrent_dropout,
+            tie_embeddings=tie_embeddings,
+        )
         check_rnn_arguments(
             source_vocabulary_size,
             target_vocabulary_size,
@@ -100,7 +131,7 @@ class RNNSearch(TranslationModel):
             hidden_dim,
             maxout_dim,
             readout_state,
-            dropout,
+            **regularization,
         )
         if attention_dim is not None:
             check_positive_int("attention_dim", attention_dim)
@@ -125,6 +156,7 @@ class RNNSearch(TranslationModel):
                 return_sequences=True,
                 return_state=True,
                 reset_after=reset_after,
+                recurrent_dropout=recurrent_dropout,
                 kernel_initializer=init["kernel"],
                 recurrent_initializer=BlockOrthogonal(),
                 dtype=dtype,
@@ -140,12 +172,8 @@ class RNNSearch(TranslationModel):
             dtype=dtype,
             name="initial_state_projection",  # W_s
         )
-        layers.target_embedding = keras.layers.Embedding(
-            target_vocabulary_size,
-            embedding_dim,
-            embeddings_initializer=init["embedding"],
-            dtype=dtype,
-            name="target_embedding",
+        layers.target_embedding = target_embedding(
+            target_vocabulary_size, embedding_dim, init, dtype, tie_embeddings
         )
         layers.decoder = AttentionDecoder(
             n,
@@ -163,14 +191,9 @@ class RNNSearch(TranslationModel):
             dtype=dtype,
             name="maxout",  # [U_o, V_o, C_o]
         )
-        layers.readout_dropout = keras.layers.Dropout(
-            dropout, dtype=dtype, name="readout_dropout"
-        )
-        layers.output_projection = keras.layers.Dense(
-            target_vocabulary_size,
-            kernel_initializer=init["kernel"],
-            dtype="float32",
-            name="output_projection",  # W_o
+        add_dropout_layers(layers, dtype, **regularization)
+        layers.output_projection = output_projection(
+            target_vocabulary_size, init, tie_embeddings
         )
 
         # === Functional Model ===
@@ -180,7 +203,8 @@ class RNNSearch(TranslationModel):
         annotations, initial_state = self._encode(
             layers, source_ids, source_mask
         )
-        target_embedded = layers.target_embedding(target_ids)  # (b,Ty,m)
+        annotations = layers.hidden_dropout(annotations)
+        target_embedded = embed(layers, layers.target_embedding, target_ids)
         # (b, Ty, m) -> (b, Ty, n + 2n): [s_i; c_i] for every step.
         decoder_outputs = layers.decoder(
             target_embedded, annotations, initial_state, source_mask
@@ -192,7 +216,8 @@ class RNNSearch(TranslationModel):
             states = ops.concatenate(
                 [ops.expand_dims(initial_state, 1), states[:, :-1]], axis=1
             )
-        logits = self._readout(layers, states, target_embedded, contexts)
+        states = layers.hidden_dropout(states)
+        logits = readout(layers, states, target_embedded, contexts)
         super().__init__(
             inputs={"source_ids": source_ids, "target_ids": target_ids},
             outputs=logits,
@@ -211,26 +236,27 @@ class RNNSearch(TranslationModel):
         self.attention_dim = attention_dim
         self.reset_after = reset_after
         self.readout_state = readout_state
-        self.dropout = dropout
+        # Not attributes of their own: the dropout layers have their names.
+        self.regularization = regularization
         self.initialization = initialization
+        # What the layers were built with, for get_config: the functional
+        # model's own policy is the global one.
+        self.layer_dtype = (
+            keras.dtype_policies.serialize(keras.dtype_policies.get(dtype))
+            if dtype is not None
+            else None
+        )
 
     @staticmethod
     def _encode(layers, source_ids, source_mask):
         """Annotations `h_j` (batch, Tx, 2n) and `s_0` (batch, n)."""
-        embedded = layers.source_embedding(source_ids)  # (b, Tx, m)
+        embedded = embed(layers, layers.source_embedding, source_ids)
         annotations, _, backward_state = layers.encoder(
             embedded, mask=source_mask
         )
         # The backward GRU reads right to left and skips padding, so its
         # final state is h<-_1, the state at the first real word.
         return annotations, layers.initial_state_projection(backward_state)
-
-    @staticmethod
-    def _readout(layers, states, target_embedded, contexts):
-        """`W_o maxout(U_o s + V_o E y_{i-1} + C_o c_i)` as float32 logits."""
-        features = ops.concatenate([states, target_embedded, contexts], -1)
-        hidden = layers.readout_dropout(layers.maxout(features))
-        return layers.output_projection(hidden)
 
     def encode(self, source_ids, max_length=None):
         """Runs the encoder once per sentence; returns the decoding cache.
@@ -272,7 +298,7 @@ class RNNSearch(TranslationModel):
         readout_state = (
             previous_state if self.readout_state == "previous" else state
         )
-        logits = self._readout(self, readout_state, embedded, context)
+        logits = readout(self, readout_state, embedded, context)
         return logits, attention, {**cache, "state": state}
 
     def get_config(self):
@@ -285,8 +311,9 @@ class RNNSearch(TranslationModel):
             "attention_dim": self.attention_dim,
             "reset_after": self.reset_after,
             "readout_state": self.readout_state,
-            "dropout": self.dropout,
+            **self.regularization,
             "initialization": self.initialization,
+            "dtype": self.layer_dtype,
             "name": self.name,
             "trainable": self.trainable,
         }
@@ -294,3 +321,61 @@ class RNNSearch(TranslationModel):
     @classmethod
     def from_config(cls, config):
         return cls(**config)
+
+
+def target_embedding(vocabulary_size, embedding_dim, init, dtype, tie):
+    """`E` (`Embedding`), or a `ReversibleEmbedding` that is also `W_o`."""
+    layer = ReversibleEmbedding if tie else keras.layers.Embedding
+    return layer(
+        vocabulary_size,
+        embedding_dim,
+        embeddings_initializer=init["embedding"],
+        dtype=dtype,
+        name="target_embedding",
+    )
+
+
+def output_projection(vocabulary_size, init, tie):
+    """`W_o` as a float32 `Dense`, or None when the embedding is tied."""
+    if tie:
+        return None
+    return keras.layers.Dense(
+        vocabulary_size,
+        kernel_initializer=init["kernel"],
+        dtype="float32",
+        name="output_projection",  # W_o
+    )
+
+
+def add_dropout_layers(layers, dtype, **regularization):
+    """The dropout layers of the RNN models (identities when the rate is 0)."""
+    for name in ("dropout", "embedding_dropout", "hidden_dropout"):
+        layer_name = "readout_dropout" if name == "dropout" else name
+        setattr(
+            layers,
+            layer_name,
+            keras.layers.Dropout(
+                regularization[name], dtype=dtype, name=layer_name
+            ),
+        )
+    # (batch, T, 1) noise: a token's whole embedding is kept or dropped.
+    layers.word_dropout = keras.layers.Dropout(
+        regularization["word_dropout"],
+        noise_shape=(None, None, 1),
+        dtype=dtype,
+        name="word_dropout",
+    )
+
+
+def embed(layers, embedding, ids):
+    """Embeds `(batch, T)` ids; drops whole tokens, then units, in training."""
+    return layers.embedding_dropout(layers.word_dropout(embedding(ids)))
+
+
+def readout(layers, states, target_embedded, contexts):
+    """`W_o maxout(U_o s + V_o E y_{i-1} + C_o c_i)` as float32 logits."""
+    features = ops.concatenate([states, target_embedded, contexts], -1)
+    hidden = layers.readout_dropout(layers.maxout(features))
+    if layers.output_projection is None:  # W_o = E^T
+        return layers.target_embedding(hidden, reverse=True)
+    return layers.output_projection(hidden)

@@ -28,6 +28,18 @@ def check_vocabulary_size(name, value):
 READOUT_STATES = ("previous", "current")
 
 
+# Regularisation of the RNN models, all off in the paper (section 4.2 and
+# appendix B): the constructor arguments and their defaults.
+REGULARIZATION = {
+    "dropout": 0.0,
+    "embedding_dropout": 0.0,
+    "word_dropout": 0.0,
+    "hidden_dropout": 0.0,
+    "recurrent_dropout": 0.0,
+    "tie_embeddings": False,
+}
+
+
 def check_rnn_arguments(
     source_vocabulary_size,
     target_vocabulary_size,
@@ -35,7 +47,7 @@ def check_rnn_arguments(
     hidden_dim,
     maxout_dim,
     readout_state,
-    dropout,
+    **regularization,
 ):
     """Checks the constructor arguments RNNSearch and RNNEncDec share."""
     check_vocabulary_size("source_vocabulary_size", source_vocabulary_size)
@@ -48,42 +60,19 @@ def check_rnn_arguments(
             f"`readout_state` must be one of {READOUT_STATES}. "
             f"Received: readout_state={readout_state!r}"
         )
-    if not 0.0 <= dropout < 1.0:
-        raise ValueError(
-            f"`dropout` must be in [0, 1). Received: dropout={dropout}"
-        )
-
-
-def paper_initializers(initialization, seed=None):
-    """Initializers for `"paper"` or `"glorot"` initialization.
-
-    The paper (appendix B.1) draws weight matrices from N(0, 0.01^2), `W_a`
-    and `U_a` from N(0, 0.001^2), recurrent matrices as random orthogonal
-    matrices, and `v_a` and biases as zeros. `"glorot"` keeps orthogonal
-    recurrent weights and zero `v_a` but uses Glorot-uniform elsewhere.
-    """
-    if initialization == "paper":
-        return {
-            "kernel": keras.initializers.RandomNormal(stddev=0.01, seed=seed),
-            "attention": keras.initializers.RandomNormal(
-                stddev=0.001, seed=seed
-            ),
-            "embedding": keras.initializers.RandomNormal(
-                stddev=0.01, seed=seed
-            ),
-        }
-    if initialization == "glorot":
-        return {
-            "kernel": keras.initializers.GlorotUniform(seed=seed),
-            "attention": keras.initializers.GlorotUniform(seed=seed),
-            "embedding": keras.initializers.RandomUniform(
-                -0.05, 0.05, seed=seed
-            ),
-        }
-    raise ValueError(
-        '`initialization` must be "paper" or "glorot". '
-        f"Received: initialization={initialization!r}"
-    )
+    for name, value in regularization.items():
+        if name == "tie_embeddings":
+            if value and maxout_dim != embedding_dim:
+                raise ValueError(
+                    "`tie_embeddings=True` uses the target embedding as "
+                    "the output projection of the maxout readout, so "
+                    "`maxout_dim` must equal `embedding_dim`. Received: "
+                    f"maxout_dim={maxout_dim}, embedding_dim={embedding_dim}"
+                )
+        elif not 0.0 <= value < 1.0:
+            raise ValueError(
+                f"`{name}` must be in [0, 1). Received: {name}={value}"
+            )
 
 
 class TranslationModel(keras.Model):

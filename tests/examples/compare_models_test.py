@@ -37,6 +37,7 @@ def _corpus(tmp_path, n=200):
 def _compare(tmp_path, architectures, *options):
     """`main()` on the toy corpus with tiny models; returns its rows."""
     overrides = _corpus(tmp_path) + [
+        "recipe=paper",  # word vocabularies for the toy corpus
         "training.epochs=1",
         "training.batch_size=16",
         *(f"{a}:{o}" for a in ("rnnencdec", "rnnsearch") for o in TINY_RNN),

@@ -175,3 +175,23 @@ def test_bad_arguments():
         BidirectionalRNN(keras.layers.Dense(3), output_units=2)
     with pytest.raises(ValueError, match="different cell object"):
         BidirectionalRNN(cell, output_units=2, backward_cell=cell)
+
+
+def test_output_projections_start_independent():
+    # V^f and V^b have the same shape: drawn from one initializer stream
+    # they used to start equal.
+    layer = BidirectionalRNN(keras.layers.SimpleRNNCell(8), output_units=8)
+    layer.build((None, 5, 4))
+    forward = keras.ops.convert_to_numpy(layer.forward_kernel).ravel()
+    backward = keras.ops.convert_to_numpy(layer.backward_kernel).ravel()
+    assert abs(np.corrcoef(forward, backward)[0, 1]) < 0.9
+    seeded = BidirectionalRNN(
+        keras.layers.SimpleRNNCell(8),
+        output_units=8,
+        kernel_initializer=keras.initializers.GlorotUniform(seed=3),
+    )
+    seeded.build((None, 5, 4))
+    assert not np.allclose(
+        keras.ops.convert_to_numpy(seeded.forward_kernel),
+        keras.ops.convert_to_numpy(seeded.backward_kernel),
+    )

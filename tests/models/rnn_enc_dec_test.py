@@ -113,3 +113,36 @@ def test_invalid_arguments():
         RNNEncDec(10, 10, hidden_dim=0)
     with pytest.raises(ValueError, match="Unknown preset"):
         RNNEncDec.from_preset("rnnsearch_50")
+
+
+@pytest.mark.parametrize("initialization", ["paper", "glorot"])
+def test_weights_start_independent(initialization):
+    # V (summary) and W_s (s_0) are both (n, n): one shared initializer
+    # stream used to give them the same values.
+    model = RNNEncDec(30, 30, embedding_dim=8, hidden_dim=8, maxout_dim=8,
+                      initialization=initialization)  # fmt: skip
+    pairs = [
+        (
+            model.context_projection.kernel,
+            model.initial_state_projection.kernel,
+        ),
+        (model.source_embedding.embeddings, model.target_embedding.embeddings),
+        (model.encoder.cell.kernel, model.decoder.cell.kernel),
+    ]
+    for first, second in pairs:
+        a, b = to_numpy(first).ravel()[:64], to_numpy(second).ravel()[:64]
+        assert abs(np.corrcoef(a, b)[0, 1]) < 0.9, (first.path, second.path)
+
+
+def test_dtype_and_regularisation_survive_the_round_trip(tmp_path):
+    model = RNNEncDec(20, 17, embedding_dim=4, hidden_dim=5, maxout_dim=4,
+                      dtype="mixed_bfloat16", tie_embeddings=True,
+                      word_dropout=0.2, hidden_dropout=0.1)  # fmt: skip
+    config = model.get_config()
+    assert config["tie_embeddings"] and config["word_dropout"] == 0.2
+    rebuilt = RNNEncDec.from_config(config)
+    assert rebuilt.decoder.dtype_policy.name == "mixed_bfloat16"
+    model.save(tmp_path / "m.keras")
+    loaded = keras.saving.load_model(tmp_path / "m.keras", compile=False)
+    assert loaded.encoder.dtype_policy.name == "mixed_bfloat16"
+    assert loaded.get_config() == config

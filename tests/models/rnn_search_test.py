@@ -221,3 +221,137 @@ def test_invalid_arguments(kwargs, message):
 def test_bad_inputs_raise_clear_errors(inputs, message):
     with pytest.raises(ValueError, match=message):
         _model()(inputs)
+
+
+def _leading_correlation(a, b):
+    """Correlation of the first 64 values of two weights (same stream: 1)."""
+    a, b = to_numpy(a).ravel()[:64], to_numpy(b).ravel()[:64]
+    return abs(np.corrcoef(a, b)[0, 1])
+
+
+@pytest.mark.parametrize("initialization", ["paper", "glorot"])
+def test_every_weight_gets_its_own_random_draw(initialization):
+    # Square sizes, so that weights built from one shared initializer
+    # stream would start with the same values (correlation 1).
+    model = RNNSearch(
+        30, 30, embedding_dim=8, hidden_dim=8, maxout_dim=8,
+        initialization=initialization,
+    )  # fmt: skip
+    cell = model.decoder.cell
+    weights = {
+        "E-bar": model.source_embedding.embeddings,
+        "E": model.target_embedding.embeddings,
+        "W_s": model.initial_state_projection.kernel,
+        "W": cell.kernel,
+        "C": cell.context_kernel,
+        "W_a": cell.attention.query_kernel,
+        "U_a": cell.attention.key_kernel,
+        "maxout": model.maxout.kernel,
+        "W_o": model.output_projection.kernel,
+        "encoder W->": model.encoder.forward_layer.cell.kernel,
+        "encoder W<-": model.encoder.backward_layer.cell.kernel,
+    }
+    names = sorted(weights)
+    for i, first in enumerate(names):
+        for second in names[i + 1 :]:
+            correlation = _leading_correlation(weights[first], weights[second])
+            assert correlation < 0.9, (first, second, correlation)
+
+
+@pytest.mark.parametrize("dtype", ["mixed_bfloat16", "float32"])
+def test_dtype_survives_the_config_round_trip(tmp_path, dtype):
+    model = RNNSearch(20, 17, **SIZES, dtype=dtype)
+    assert model.encoder.dtype_policy.name == dtype
+    rebuilt = RNNSearch.from_config(model.get_config())
+    assert rebuilt.encoder.dtype_policy.name == dtype
+    assert rebuilt.maxout.dtype_policy.name == dtype
+    model.save(tmp_path / "m.keras")
+    loaded = keras.saving.load_model(tmp_path / "m.keras", compile=False)
+    assert loaded.decoder.dtype_policy.name == dtype
+    # Logits stay float32 whatever the policy.
+    logits = loaded(_batch())
+    assert keras.backend.standardize_dtype(logits.dtype) == "float32"
+
+
+REGULARIZED = dict(
+    dropout=0.3,
+    embedding_dropout=0.3,
+    word_dropout=0.3,
+    hidden_dropout=0.3,
+    recurrent_dropout=0.3,
+)
+
+
+def test_dropout_acts_in_training_only():
+    model = _model(**REGULARIZED)
+    inputs = _batch()
+    expected, _ = rnnsearch_logits(model, **inputs)  # the equations, no dropout
+    target_mask = inputs["target_ids"] != 0
+    for _ in range(2):  # inference is deterministic and dropout-free
+        logits = to_numpy(model(inputs, training=False))
+        np.testing.assert_allclose(
+            logits[target_mask], expected[target_mask], atol=2e-4
+        )
+    first = to_numpy(model(inputs, training=True))
+    second = to_numpy(model(inputs, training=True))
+    assert np.abs(first - logits).max() > 1e-3
+    assert np.abs(first - second).max() > 1e-3  # a new mask each call
+
+
+def test_word_dropout_drops_whole_tokens():
+    model = _model(word_dropout=0.5)
+    ids = np.arange(4, 20)[None, :]  # (1, 16)
+    embedded = to_numpy(model.source_embedding(ids))
+    dropped = to_numpy(model.word_dropout(embedded, training=True))
+    zero = np.all(dropped == 0.0, axis=-1)  # (1, 16): whole tokens
+    assert 0 < zero.sum() < 16
+    kept = ~zero
+    # Kept tokens are scaled by 1 / (1 - p), all their units alike.
+    np.testing.assert_allclose(dropped[kept], 2.0 * embedded[kept], rtol=1e-6)
+    np.testing.assert_array_equal(
+        to_numpy(model.word_dropout(embedded, training=False)), embedded
+    )
+
+
+def test_tied_embeddings_use_e_as_the_output_projection(tmp_path):
+    model = RNNSearch(20, 17, embedding_dim=4, hidden_dim=5, maxout_dim=4,
+                      tie_embeddings=True)  # fmt: skip
+    assert model.output_projection is None
+    names = [weight.path for weight in model.weights]
+    assert not any("output_projection" in name for name in names)
+    rng = np.random.default_rng(1)
+    for weight in model.weights:
+        weight.assign(rng.normal(0, 0.4, weight.shape).astype("float32"))
+    inputs = _batch()
+    # W_o = E^T (plus a bias): the logits of the paper's equations with it.
+    embeddings = to_numpy(model.target_embedding.embeddings)
+    bias = to_numpy(model.target_embedding.reverse_bias)
+    features = to_numpy(
+        model.maxout(
+            keras.ops.ones((1, 5 + 4 + 10))  # [s; E y; c] of ones
+        )
+    )
+    np.testing.assert_allclose(
+        to_numpy(model.target_embedding(features, reverse=True)),
+        features @ embeddings.T + bias,
+        atol=1e-5,
+    )
+    logits = to_numpy(model(inputs))
+    model.save(tmp_path / "tied.keras")
+    loaded = keras.saving.load_model(tmp_path / "tied.keras", compile=False)
+    np.testing.assert_allclose(to_numpy(loaded(inputs)), logits, atol=1e-6)
+    with pytest.raises(ValueError, match="maxout_dim` must equal"):
+        RNNSearch(20, 17, embedding_dim=4, hidden_dim=5, maxout_dim=3,
+                  tie_embeddings=True)  # fmt: skip
+
+
+def test_regularised_model_learns_to_reverse():
+    x, y, x_dev, y_dev = reversal_task()
+    model = RNNSearch(14, 14, embedding_dim=32, hidden_dim=64, maxout_dim=32,
+                      initialization="glorot", tie_embeddings=True,
+                      dropout=0.1, embedding_dropout=0.1, word_dropout=0.05,
+                      hidden_dropout=0.1)  # fmt: skip
+    compile_model(model, "adam", learning_rate=0.01, label_smoothing=0.1)
+    model.fit(x, y, batch_size=32, epochs=3, verbose=0)
+    _, accuracy = model.evaluate(x_dev, y_dev, verbose=0)
+    assert accuracy >= 0.9
