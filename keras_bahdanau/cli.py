@@ -3,6 +3,10 @@
 Each sub-command lives in the module of its concept and exposes
 `add_arguments(parser)` and `run(args)`; modules are imported only when
 their command runs, so `--help` is fast.
+
+A command stopped by bad input (`InputError`, e.g. a line of `translate`'s
+input that is not UTF-8) prints one line, `keras-bahdanau COMMAND:
+message`, to stderr and exits with status 2.
 """
 
 import argparse
@@ -20,6 +24,10 @@ COMMANDS = {
     "export": ("keras_bahdanau.export", "write a TF Serving SavedModel"),
     "demo": ("keras_bahdanau.demo", "the README's main job, end to end"),
 }
+
+
+class InputError(ValueError):
+    """Input text a command cannot use: reported in one line, exit 2."""
 
 
 def _load(target):
@@ -47,8 +55,17 @@ def main(argv=None):
     if args.command is None:
         parser.print_help()
         return 2
-    return args.run(args) or 0
+    try:
+        return args.run(args) or 0
+    except InputError as error:
+        print(f"keras-bahdanau {args.command}: {error}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # `python -m keras_bahdanau.cli` runs this file as `__main__`, a module
+    # apart from `keras_bahdanau.cli`, whose `InputError` the commands
+    # raise: run the package module's `main`.
+    from keras_bahdanau.cli import main as package_main
+
+    sys.exit(package_main())

@@ -209,7 +209,10 @@ def add_arguments(parser):
         default="test",
         help="split of the runs' corpus (default: test)",
     )
-    parser.add_argument("--source", help="source file, one sentence a line")
+    parser.add_argument(
+        "--source",
+        help="source file, one sentence a line (UTF-8, see --errors)",
+    )
     parser.add_argument("--reference", help="reference file, aligned")
     parser.add_argument(
         "--max-sentences",
@@ -240,23 +243,15 @@ def run(args):
             f", --reference={args.reference}"
         )
     labels = _labels(args.run_dirs)
-    results, test_set, corpora = {}, None, {}
-    for run_dir, label in zip(args.run_dirs, labels, strict=True):
-        pairs = _test_pairs(args, run_dir, corpora)
-        if args.max_sentences > 0:
-            pairs = pairs[: args.max_sentences]
-        sources = [source for source, _ in pairs]
-        if test_set is None:
-            test_set = sources
-        elif sources != test_set:
-            raise ValueError(
-                f"{run_dir} was trained on another corpus than "
-                f"{args.run_dirs[0]}, so their {args.split} sets differ. "
-                "Compare them on the same files with --source/--reference."
-            )
+    # Every test set is read and checked before any model loads.
+    test_sets = _test_sets(args)
+    results = {}
+    for run_dir, label, pairs in zip(
+        args.run_dirs, labels, test_sets, strict=True
+    ):
         results[label] = evaluate(
             translator_from_args(args, run_dir),
-            sources,
+            [source for source, _ in pairs],
             [target for _, target in pairs],
             bucket_width=args.bucket_width,
             **search_options(args),
@@ -300,24 +295,51 @@ def _labels(run_dirs):
     return paths
 
 
-def _test_pairs(args, run_dir, corpora):
-    """The test pairs of a run; `corpora` caches corpora across runs."""
+def _test_sets(args):
+    """The test pairs of each run, up to --max-sentences.
+
+    The same files for every run with --source/--reference; else the
+    --split of each run's corpus, whose sources must be the same.
+    """
+    from keras_bahdanau.cli import InputError
     from keras_bahdanau.data import read_parallel_files
 
+    limit = args.max_sentences if args.max_sentences > 0 else None
     if args.source:
-        return read_parallel_files(args.source, args.reference)
-    config = run_directory.read_config(run_dir)
-    if "data" not in config:
-        raise ValueError(
-            f"{run_dir}/config.json names no training corpus (no `data` "
-            "section). Pass --source and --reference."
-        )
-    key = json.dumps(config["data"], sort_keys=True)
-    if key not in corpora:
-        from keras_bahdanau.train import load_corpus
+        try:
+            pairs = read_parallel_files(
+                args.source, args.reference, errors=args.errors
+            )
+        except OSError as error:
+            raise InputError(
+                f"{str(error.filename)!r}: {error.strerror or error}"
+            ) from None
+        except ValueError as error:  # Not UTF-8, unaligned or empty.
+            raise InputError(str(error)) from None
+        return [pairs[:limit]] * len(args.run_dirs)
+    test_sets, corpora = [], {}
+    for run_dir in args.run_dirs:
+        config = run_directory.read_config(run_dir)
+        if "data" not in config:
+            raise ValueError(
+                f"{run_dir}/config.json names no training corpus (no `data` "
+                "section). Pass --source and --reference."
+            )
+        key = json.dumps(config["data"], sort_keys=True)
+        if key not in corpora:
+            from keras_bahdanau.train import load_corpus
 
-        corpora[key] = load_corpus(config["data"])
-    return corpora[key][args.split]
+            corpora[key] = load_corpus(config["data"])
+        pairs = corpora[key][args.split][:limit]
+        sources = [source for source, _ in pairs]
+        if test_sets and sources != [source for source, _ in test_sets[0]]:
+            raise ValueError(
+                f"{run_dir} was trained on another corpus than "
+                f"{args.run_dirs[0]}, so their {args.split} sets differ. "
+                "Compare them on the same files with --source/--reference."
+            )
+        test_sets.append(pairs)
+    return test_sets
 
 
 def _format_report(results, args):

@@ -25,6 +25,7 @@ import json
 import math
 import sys
 import tomllib
+import warnings
 from pathlib import Path
 
 import keras
@@ -504,18 +505,22 @@ def train(config, callbacks=()):
 
     datasets = {}
     for split in ("train", "dev"):
-        datasets[split], report = kd.make_dataset(
-            splits[split],
-            tokenizers["source"],
-            tokenizers["target"],
-            batch_size=training["batch_size"],
-            max_length=config["data"]["max_length"],
-            shuffle=split == "train",
-            seed=training["seed"],
-            # Fixed batch shapes: XLA compiles once per length bucket. The
-            # pairs left over differ each epoch, as the data is reshuffled.
-            drop_remainder=split == "train",
-        )
+        # The report is printed below; make_dataset's warning of the same
+        # text (for library users) would say it twice.
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="make_dataset: ")
+            datasets[split], report = kd.make_dataset(
+                splits[split],
+                tokenizers["source"],
+                tokenizers["target"],
+                batch_size=training["batch_size"],
+                max_length=config["data"]["max_length"],
+                shuffle=split == "train",
+                seed=training["seed"],
+                # Fixed batch shapes: XLA compiles once per length bucket.
+                # The pairs left over differ each epoch (reshuffled).
+                drop_remainder=split == "train",
+            )
         print(f"[{split}] {report}")
 
     sizes = (
@@ -557,6 +562,7 @@ def train(config, callbacks=()):
             f"{plan.describe(training['batch_size'])}; run directory {run_dir}"
         )
         if not finished:
+            _announce_resume(run_dir)
             model.fit(
                 datasets["train"],
                 validation_data=kdist.validation_data(plan, datasets["dev"]),
@@ -573,6 +579,25 @@ def train(config, callbacks=()):
     # Outside the training scope: one device decodes.
     evaluate_run(run_dir, splits, config["evaluation"])
     return run_dir
+
+
+def _announce_resume(run_dir):
+    """Says where a killed run resumes, before fit() restores its backup."""
+    metadata = Path(run_dir) / rd.BACKUP / "training_metadata.json"
+    if not metadata.is_file():
+        return
+    try:
+        # Written by keras.callbacks.BackupAndRestore: the epoch (0-based)
+        # and the batch within it of the last backup.
+        state = json.loads(metadata.read_text(encoding="utf-8"))
+        epoch, batch = int(state["epoch"]), int(state["batch"])
+    except (OSError, ValueError, KeyError, TypeError):
+        print(f"Resuming {run_dir} from its backup.")
+        return
+    print(
+        f"Resuming {run_dir} from its backup: epoch {epoch + 1}"
+        + (f", from batch {batch} of it." if batch else ", from its start.")
+    )
 
 
 def _tokenizers(run_dir, config, pairs, resuming):

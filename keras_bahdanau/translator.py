@@ -9,16 +9,18 @@ This module also holds two commands of the `keras-bahdanau` CLI:
 
 * `translate RUN_DIR`: one sentence per line from `--input` (or stdin) to
   `--output` (or stdout). With `--n-best 1` each output line is the
-  translation of the input line (an empty input line gives an empty line).
-  With `--n-best N > 1` the output is Moses' n-best format,
-  `i ||| translation ||| score`, `i` the 0-based input line, up to `N`
-  lines per input line, best first.
+  translation of the input line: one output line per input line, an empty
+  input line giving an empty line. With `--n-best N > 1` the output is
+  Moses' n-best format, `i ||| translation ||| score`, `i` the 0-based
+  input line, up to `N` lines per input line, best first. The whole input
+  is read and decoded before the model loads: a line that is not UTF-8
+  stops the command with one line naming it (exit status 2), unless
+  `--errors replace` reads its bad bytes as U+FFFD.
 * `plot-attention RUN_DIR`: one alignment heatmap per sentence (Figure 3
   of the paper), `attention_001.png`, ... in `--output-dir`.
 """
 
 import dataclasses
-import itertools
 import json
 import math
 import sys
@@ -32,6 +34,7 @@ from keras import ops
 
 from keras_bahdanau import decoding
 from keras_bahdanau import run_directory
+from keras_bahdanau.cli import InputError
 from keras_bahdanau.data.vocabulary import BOS
 from keras_bahdanau.data.vocabulary import PAD
 from keras_bahdanau.data.vocabulary import UNK
@@ -43,6 +46,8 @@ from keras_bahdanau.data.vocabulary import join_words
 DEFAULT_RELATIVE_MAX_LENGTH = (2.0, 10)
 # What `Translator` does with a source over `max_source_length` tokens.
 LONG_SOURCES = ("truncate", "error")
+# What the commands do with input bytes that are not UTF-8 (`--errors`).
+INPUT_ERRORS = ("strict", "replace")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -93,9 +98,9 @@ class Translator:
     * A source with more than `max_source_length` tokens is truncated to
       its first `max_source_length` tokens, with a `UserWarning` that says
       which sentences were cut; with `long_sources="error"` the call
-      raises a `ValueError` instead and translates nothing (what an
-      exported SavedModel does with a sentence over its
-      `max_source_tokens`). `max_source_length=None` translates every
+      raises a `ValueError` instead and translates nothing (an exported
+      SavedModel answers such a sentence with status `too_long` and
+      translates the others). `max_source_length=None` translates every
       sentence in full: memory and time then grow with the longest
       sentence (the attention of one batch holds `batch_size * beam_size
       * max_length * Tx` floats), so bound it for input you do not control.
@@ -584,10 +589,12 @@ def training_max_length(config):
 def add_arguments(parser):
     parser.description = (
         "Translate one sentence per line from --input (default: stdin) to "
-        "--output (default: stdout). With --n-best N > 1 the output is "
-        "Moses' n-best format `i ||| translation ||| score` (i: 0-based "
-        "input line), up to N lines per input line, best first. An empty "
-        "input line gives an empty translation."
+        "--output (default: stdout): one output line per input line, an "
+        "empty input line giving an empty line. With --n-best N > 1 the "
+        "output is Moses' n-best format `i ||| translation ||| score` (i: "
+        "0-based input line), up to N lines per input line, best first. "
+        "The whole input is read and checked to be UTF-8 before the model "
+        "loads (see --errors)."
     )
     parser.add_argument("run_dir", metavar="RUN_DIR", help="run directory")
     parser.add_argument("--input", help="input file (default: stdin)")
@@ -609,27 +616,31 @@ def add_arguments(parser):
 
 
 def run(args):
+    # All input first: bad input fails at once, before the model loads.
+    sentences = _read_input_lines(args.input, args.errors)
+    dictionary = (
+        _read_dictionary(args.dictionary, args.errors)
+        if args.dictionary
+        else None
+    )
     translator = translator_from_args(args)
-    dictionary = _read_dictionary(args.dictionary) if args.dictionary else None
-    source = open(args.input, encoding="utf-8") if args.input else sys.stdin
     output = (
         open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
     )
     try:
         # Chunks of several batches: sorting by length pays off, yet the
-        # output of a long input streams.
-        chunk_size = 8 * args.batch_size
-        index = 0
-        lines = (line.rstrip("\r\n") for line in source)
-        while chunk := list(itertools.islice(lines, chunk_size)):
+        # output of a long input streams. (A bad --batch-size is refused
+        # by `translate`.)
+        chunk_size = 8 * max(args.batch_size, 1)
+        for start in range(0, len(sentences), chunk_size):
             results = translator.translate(
-                chunk,
+                sentences[start : start + chunk_size],
                 n_best=args.n_best,
                 replace_unknown=args.replace_unknown,
                 dictionary=dictionary,
                 **search_options(args),
             )
-            for hypotheses in results:
+            for index, hypotheses in enumerate(results, start):
                 if args.n_best == 1:
                     output.write(hypotheses.text + "\n")
                 else:
@@ -638,11 +649,8 @@ def run(args):
                             f"{index} ||| {hypothesis.text} ||| "
                             f"{hypothesis.score:.6f}\n"
                         )
-                index += 1
             output.flush()
     finally:
-        if args.input:
-            source.close()
         if args.output:
             output.close()
     return 0
@@ -679,8 +687,7 @@ def _run_plot(args):
 
     sentences = list(args.sentence)
     if args.input:
-        with open(args.input, encoding="utf-8") as file:
-            sentences += [line.rstrip("\r\n") for line in file]
+        sentences += _read_input_lines(args.input, args.errors)
     if not sentences:
         raise ValueError("Nothing to plot: pass --sentence or --input.")
     translator = translator_from_args(args)
@@ -747,6 +754,13 @@ def add_search_arguments(parser):
         help="truncate longer sources, with a warning (default: the "
         "run's training max_length; 0: no limit)",
     )
+    parser.add_argument(
+        "--errors",
+        choices=INPUT_ERRORS,
+        default="strict",
+        help="input bytes that are not UTF-8: stop with an error naming "
+        "the line (strict, the default) or read them as U+FFFD (replace)",
+    )
 
 
 def search_options(args):
@@ -770,18 +784,72 @@ def translator_from_args(args, run_dir=None):
     )
 
 
-def _read_dictionary(path):
+def _read_input_lines(path, errors="strict"):
+    """The lines of a UTF-8 text file, or of stdin, for the commands.
+
+    Lines end at `"\n"` only (not at U+2028 and the like, which
+    `str.splitlines()` would split on); the `"\r"` of a `"\r\n"` line end
+    is dropped, and so is a byte order mark at the start. The last line
+    may lack its line end. Empty lines are kept: the result has one item
+    per input line.
+
+    Args:
+        path: the file, or None for stdin (read as bytes).
+        errors: `"strict"` (a line that is not UTF-8 is an error) or
+            `"replace"` (its undecodable bytes become U+FFFD).
+
+    Returns:
+        A list of str.
+
+    Raises:
+        keras_bahdanau.cli.InputError: the file cannot be read, or a line
+            is not UTF-8 (naming the file, or `<stdin>`, and the 1-based
+            line).
+    """
+    if errors not in INPUT_ERRORS:
+        raise ValueError(
+            f"`errors` must be one of {INPUT_ERRORS}. Received: "
+            f"errors={errors!r}"
+        )
+    name = "<stdin>" if path is None else repr(str(path))
+    try:
+        if path is None:
+            data = sys.stdin.buffer.read()
+        else:
+            with open(path, "rb") as file:
+                data = file.read()
+    except OSError as error:
+        raise InputError(f"{name}: {error.strerror or error}") from None
+    raw_lines = data.split(b"\n")
+    if raw_lines[-1] == b"":  # What follows the last line end.
+        raw_lines.pop()
+    lines = []
+    for number, raw in enumerate(raw_lines, 1):
+        try:
+            line = raw.decode("utf-8", errors=errors)
+        except UnicodeDecodeError as error:
+            raise InputError(
+                f"{name}, line {number}: invalid UTF-8 ({error.reason} at "
+                f"byte {error.start} of the line). Fix the input, or pass "
+                "--errors replace to read undecodable bytes as U+FFFD."
+            ) from None
+        lines.append(line.removesuffix("\r"))
+    if lines:
+        lines[0] = lines[0].removeprefix("\ufeff")
+    return lines
+
+
+def _read_dictionary(path, errors="strict"):
     """Reads `source<TAB>target` lines into a dict."""
     dictionary = {}
-    with open(path, encoding="utf-8") as file:
-        for number, line in enumerate(file, 1):
-            fields = line.rstrip("\r\n").split("\t")
-            if len(fields) != 2:
-                raise ValueError(
-                    f"{path}:{number}: expected `source<TAB>target`. "
-                    f"Received: {line.rstrip()!r}"
-                )
-            dictionary[fields[0]] = fields[1]
+    for number, line in enumerate(_read_input_lines(path, errors), 1):
+        fields = line.split("\t")
+        if len(fields) != 2:
+            raise InputError(
+                f"{str(path)!r}, line {number}: expected "
+                f"`source<TAB>target`. Received: {line.rstrip()!r}"
+            )
+        dictionary[fields[0]] = fields[1]
     return dictionary
 
 

@@ -146,3 +146,15 @@ def test_evaluate_command_uses_the_split_of_the_runs_corpus(
     assert output.splitlines()[1].split()[-1] == "2"  # Sentences.
     with pytest.raises(ValueError, match="both --source and --reference"):
         cli.main(["evaluate", str(run_dir), "--source", "x.de"])
+
+
+def test_evaluate_command_reads_bad_bytes_as_u_fffd_if_asked(
+    run_dir, tmp_path, capsys
+):
+    sources, references = tmp_path / "test.de", tmp_path / "test.en"
+    sources.write_bytes(b"Das Haus ist \xffklein.\nDas ist gut.\n")
+    references.write_text("The house is small.\nThat is good.\n", "utf-8")
+    arguments = ["evaluate", str(run_dir), "--errors", "replace"]
+    arguments += ["--source", str(sources), "--reference", str(references)]
+    assert cli.main([*arguments, "--beam-size", "2", "--max-length", "10"]) == 0
+    assert capsys.readouterr().out.splitlines()[1].split()[-1] == "2"

@@ -157,7 +157,8 @@ def test_train_end_to_end_and_resume_after_sigkill(tmp_path):
         command, env=env, capture_output=True, text=True, timeout=400
     )
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr
-    # Resumed in the epoch it was killed in, not from scratch.
+    # Resumed in the epoch it was killed in, not from scratch, and said so.
+    assert re.search(r"from its backup: epoch [1-4], from", second.stdout)
     assert "Epoch 1/4" not in second.stdout
     assert f"Epoch {len(finished) + 1}/4" in second.stdout
     assert _epochs_logged(run_dir) == [0, 1, 2, 3]

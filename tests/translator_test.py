@@ -221,7 +221,8 @@ def test_translate_command_reads_stdin_and_writes_n_best_lists(
     run_dir, translator, monkeypatch, capsys
 ):
     sentences = [SOURCES[0], "", SOURCES[3]]
-    monkeypatch.setattr(sys, "stdin", io.StringIO("\n".join(sentences)))
+    stdin = io.BytesIO("\n".join(sentences).encode("utf-8"))
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(stdin, "utf-8"))
     arguments = ["translate", str(run_dir), "--beam-size", "2"]
     arguments += ["--n-best", "2", "--max-length", "10"]
     assert cli.main(arguments) == 0
@@ -243,6 +244,24 @@ def test_translate_command_reads_and_writes_files(
     assert cli.main(["translate", str(run_dir), *arguments]) == 0
     expected = translator.translate(SOURCES[0], **OPTIONS)[0].text
     assert (tmp_path / "output.en").read_text("utf-8") == f"{expected}\n\n"
+
+
+def test_translate_command_refuses_invalid_utf8_before_loading_the_model(
+    run_dir, tmp_path, monkeypatch, capsys
+):
+    def load(*args, **kwargs):
+        raise AssertionError("The model was loaded before the input.")
+
+    monkeypatch.setattr(Translator, "from_run_dir", load)
+    path = tmp_path / "input.de"
+    path.write_bytes(SOURCES[0].encode() + b"\n\nDas ist \xc3(\n")
+    arguments = ["translate", str(run_dir), "--input", str(path)]
+    assert cli.main(arguments) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"keras-bahdanau translate: {str(path)!r}, line 3: invalid UTF-8 "
+        "(invalid continuation byte at byte 8 of the line). Fix the input, "
+        "or pass --errors replace to read undecodable bytes as U+FFFD."
+    ]
 
 
 def test_plot_attention_command_draws_one_figure_per_sentence(

@@ -1,0 +1,102 @@
+"""The `keras-bahdanau` command line as a user runs it, in a subprocess.
+
+Each run starts Python, Keras and TensorFlow (about 10 s on 2 busy cores),
+so each test makes one run and checks all it can on it.
+"""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from keras_bahdanau.translator import Translator
+from tests.run_fixture import PAIRS
+from tests.run_fixture import shared_run_dir
+
+NOT_UTF8 = "invalid UTF-8 (invalid start byte at byte 0 of the line)"
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    return shared_run_dir(tmp_path_factory)
+
+
+def keras_bahdanau(*arguments, stdin=b"", environment=None):
+    """Runs the command line on the tests' backend; a CompletedProcess."""
+    env = dict(os.environ)
+    # Not the user's: JAX sets it when the tests import it.
+    env.pop("TF_CPP_MIN_LOG_LEVEL", None)
+    env.update(environment or {})
+    return subprocess.run(
+        [sys.executable, "-m", "keras_bahdanau.cli", *map(str, arguments)],
+        input=stdin,
+        capture_output=True,
+        env=env,
+        timeout=600,
+    )
+
+
+def error_lines(stderr):
+    """stderr's lines from the command line itself, which must end it."""
+    lines = stderr.decode("utf-8").splitlines()
+    ours = [line for line in lines if line.startswith("keras-bahdanau")]
+    assert ours, lines
+    assert ours == lines[-len(ours) :]
+    return ours
+
+
+def test_invalid_utf8_on_stdin_stops_before_any_model_loads(tmp_path):
+    # No run directory: loading a model first would fail differently.
+    result = keras_bahdanau(
+        "translate", tmp_path / "no_run", stdin=b"Das ist gut.\n\xff\n"
+    )
+    assert result.returncode == 2
+    assert result.stdout == b""
+    assert b"Traceback" not in result.stderr
+    assert error_lines(result.stderr) == [
+        f"keras-bahdanau translate: <stdin>, line 2: {NOT_UTF8}. Fix the "
+        "input, or pass --errors replace to read undecodable bytes as "
+        "U+FFFD."
+    ]
+
+
+def test_invalid_utf8_in_a_file_is_one_line(tmp_path):
+    sources, references = tmp_path / "test.de", tmp_path / "test.en"
+    sources.write_bytes(b"Das Haus ist klein.\nDas ist gut.\n\xffHaus\n")
+    references.write_text("a\nb\nc\n", "utf-8")
+    result = keras_bahdanau(
+        "evaluate",
+        tmp_path / "no_run",
+        "--source",
+        sources,
+        "--reference",
+        references,
+    )
+    assert result.returncode == 2
+    assert b"Traceback" not in result.stderr
+    [message] = error_lines(result.stderr)
+    assert message.startswith(
+        f"keras-bahdanau evaluate: {str(sources)!r}, line 3: {NOT_UTF8}."
+    )
+
+
+def test_errors_replace_translates_every_line(
+    run_dir,
+):
+    # CRLF, empty lines, bad bytes, and a last line without its line end.
+    stdin = b"Das Haus ist klein.\r\n\n\xff\xfe Haus\n\n"
+    stdin += PAIRS[3][0].encode("utf-8")  # Die Katze schläft.
+    arguments = ["--beam-size", "2", "--max-length", "10"]
+    result = keras_bahdanau(
+        "translate", run_dir, "--errors", "replace", *arguments, stdin=stdin
+    )
+    assert result.returncode == 0, result.stderr.decode()
+    sentences = ["Das Haus ist klein.", "", "\ufffd\ufffd Haus", ""]
+    sentences.append(PAIRS[3][0])
+    expected = Translator.from_run_dir(run_dir).translate(
+        sentences, beam_size=2, max_length=10
+    )
+    output = result.stdout.decode("utf-8")
+    assert output == "".join(f"{t.text}\n" for t in expected)
+    assert output.splitlines()[1] == output.splitlines()[3] == ""
