@@ -150,15 +150,7 @@ RECIPES = {
             "source_vocabulary_size": 30000,
             "target_vocabulary_size": 30000,
         },
-        "model": {
-            "dropout": 0.0,
-            "embedding_dropout": 0.0,
-            "word_dropout": 0.0,
-            "hidden_dropout": 0.0,
-            "recurrent_dropout": 0.0,
-            "tie_embeddings": False,
-            "initialization": "paper",
-        },
+        "model": {**REGULARIZATION, "initialization": "paper"},
         "training": {
             "optimizer": "adadelta",
             "learning_rate": 0.0,
