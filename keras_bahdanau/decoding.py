@@ -76,16 +76,27 @@ def _length_penalty(length, alpha):
     )
 
 
+# The least coverage the penalty counts: log(1e-6) = -13.8 per source token.
+COVERAGE_FLOOR = 1e-6
+
+
 def _coverage_penalty(attention, source_mask, beta):
-    """GNMT `cp(X; Y) = beta * sum_j log(min(sum_i p_ij, 1))`.
+    """GNMT `cp(X; Y) = beta * sum_j log(min(max(sum_i p_ij, f), 1))`.
 
     `p_ij`: attention of target step `i` (all `|Y|` steps, EOS included) on
-    source token `j`; `j` runs over real source tokens only. A real source
-    token that gets no attention at all gives `-inf`, as the formula says.
+    source token `j`; `j` runs over real source tokens only. GNMT's formula
+    (Wu et al., 2016, arXiv:1609.08144, eq. 14) has no floor `f`: a real
+    source token that gets no attention at all would give `-inf` to every
+    hypothesis, and the search would finish none. That happens: RNNencdec's
+    attention is all zeros, Pervasive Attention's can be exactly 0 for a
+    token. With `f = COVERAGE_FLOOR` such a token costs `beta * log f`, the
+    same for every hypothesis of the sentence, so the ranking is the one
+    of the other terms.
     """
     coverage = ops.sum(attention, axis=2)  # (batch, beam, T, Tx) -> (.., Tx)
+    coverage = ops.clip(coverage, COVERAGE_FLOOR, 1.0)
     log_coverage = ops.where(
-        source_mask[:, None, :], ops.log(ops.minimum(coverage, 1.0)), 0.0
+        source_mask[:, None, :], ops.log(coverage), 0.0
     )  # (batch, beam, Tx)
     return beta * ops.sum(log_coverage, axis=-1)  # (batch, beam)
 

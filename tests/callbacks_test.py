@@ -210,15 +210,6 @@ def test_backup_write_error_is_clear(tmp_path, monkeypatch):
         _fit(model, [backup], epochs=1)
 
 
-class _WeightsAtEpochEnd(keras.callbacks.Callback):
-    def __init__(self):
-        super().__init__()
-        self.weights = []
-
-    def on_epoch_end(self, epoch, logs=None):
-        self.weights.append([np.array(w) for w in self.model.get_weights()])
-
-
 def test_selection_on_bleu_keeps_the_epoch_with_the_best_bleu(tmp_path):
     references = ["the house is small", "the dog sleeps"]
     # What the "model" translates after each epoch: BLEU 0, 100, then ~40
@@ -233,12 +224,13 @@ def test_selection_on_bleu_keeps_the_epoch_with_the_best_bleu(tmp_path):
         mode="max",
         save_best_only=True,
     )
-    weights = _WeightsAtEpochEnd()
+    weights = _WeightsAfterEachStep()
     log = keras.callbacks.CSVLogger(tmp_path / "log.csv")
     model = _model()
     _fit(model, [scores, best, weights, log], epochs=3)
     loaded = keras.saving.load_model(tmp_path / "best.keras")
-    for a, b in zip(loaded.get_weights(), weights.weights[1], strict=True):
+    epoch_2_end = weights.weights[2 * STEPS_PER_EPOCH - 1]
+    for a, b in zip(loaded.get_weights(), epoch_2_end, strict=True):
         np.testing.assert_array_equal(a, b)
     rows = (tmp_path / "log.csv").read_text().splitlines()
     header = rows[0].split(",")

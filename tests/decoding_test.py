@@ -5,6 +5,7 @@ import pytest
 from keras import ops
 
 from keras_bahdanau.decoding import BOS_ID
+from keras_bahdanau.decoding import COVERAGE_FLOOR
 from keras_bahdanau.decoding import EOS_ID
 from keras_bahdanau.decoding import PAD_ID
 from keras_bahdanau.decoding import SearchResult
@@ -111,7 +112,9 @@ def numpy_hypothesis(model, source, tokens, alpha=0.0, beta=0.0):
     )
     attention = np.stack(attention[: len(tokens)])
     length_penalty = (5 + len(tokens)) ** alpha / 6**alpha
-    coverage_penalty = beta * np.log(np.minimum(attention.sum(0), 1)).sum()
+    # GNMT's eq. 14, with the package's floor for unattended tokens.
+    coverage = np.clip(attention.sum(0), COVERAGE_FLOOR, 1)
+    coverage_penalty = beta * np.log(coverage).sum()
     return log_prob / length_penalty + coverage_penalty, log_prob, attention
 
 
@@ -368,3 +371,37 @@ def test_replace_unknown_words_checks_the_attention_shape():
         replace_unknown_words(["[UNK]"], ["a", "b", "c"], np.ones((2, 2)))
     with pytest.raises(ValueError, match=r"attention.shape=\(1, 3\)"):
         replace_unknown_words(["a", "[UNK]"], ["a", "b", "c"], np.ones((1, 3)))
+
+
+def test_coverage_penalty_of_a_model_without_attention_is_finite():
+    """RNNencdec attends to nothing: every source token has coverage 0.
+
+    Without a floor every hypothesis would score -inf and the search
+    would finish none; with it each token costs `beta * log(floor)`, the
+    same for every hypothesis, so the search finds what it finds without
+    the penalty.
+    """
+    from keras_bahdanau.models import RNNEncDec
+
+    model = RNNEncDec(12, 12, embedding_dim=4, hidden_dim=6, maxout_dim=4,
+                      initialization="glorot")  # fmt: skip
+    source = np.array([[5, 6, 7, 8], [9, 10, 0, 0]])
+    beta = 0.4
+    plain = beam_search(model, source, beam_size=3, n_best=2, max_length=6)
+    covered = beam_search(
+        model, source, beam_size=3, n_best=2, max_length=6,
+        coverage_penalty=beta,
+    )  # fmt: skip
+    scores = ops.convert_to_numpy(covered.scores)
+    assert np.all(np.isfinite(scores))
+    np.testing.assert_array_equal(
+        ops.convert_to_numpy(covered.token_ids),
+        ops.convert_to_numpy(plain.token_ids),
+    )
+    real_tokens = (source != 0).sum(1)[:, None]  # (batch, 1)
+    np.testing.assert_allclose(
+        scores,
+        ops.convert_to_numpy(plain.scores)
+        + beta * real_tokens * np.log(COVERAGE_FLOOR),
+        rtol=1e-5,
+    )
