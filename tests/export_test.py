@@ -305,6 +305,13 @@ N_BEST_OPTIONS = {
 }
 
 
+def tf_text_op_libraries():
+    """The op libraries of tensorflow_text, which stock TF Serving links."""
+    package = importlib.util.find_spec("tensorflow_text")
+    ops = pathlib.Path(package.submodule_search_locations[0], "python", "ops")
+    return sorted(map(str, ops.glob("*.so")))
+
+
 def load_and_call(path, calls, op_libraries=()):
     """Runs `calls` on the SavedModel in a fresh TensorFlow-only process."""
     process = subprocess.run(
@@ -1088,17 +1095,10 @@ def test_a_wordpiece_source_needs_only_tf_text_ops(tmp_path):
     path = export.export_saved_model(
         run_dir, tmp_path / "wordpiece", **settings
     )
-    text_ops = pathlib.Path(
-        importlib.util.find_spec("tensorflow_text").submodule_search_locations[
-            0
-        ],
-        "python",
-        "ops",
-    )
     served = load_and_call(
         path,
         {"translate": request("serving_default", sources + [""])},
-        op_libraries=sorted(map(str, text_ops.glob("*.so"))),
+        op_libraries=tf_text_op_libraries(),
     )
     assert served["unregistered"] == ["FastWordpieceTokenizeWithOffsets"]
     assert not set(served["ops"]) & BANNED_OPS
@@ -1140,18 +1140,11 @@ def test_sentencepiece_runs_are_served_like_translator(tmp_path):
     path = export.export_saved_model(
         run_dir, tmp_path / "sentencepiece", **settings
     )
-    text_ops = pathlib.Path(
-        importlib.util.find_spec("tensorflow_text").submodule_search_locations[
-            0
-        ],
-        "python",
-        "ops",
-    )
     texts = sources + ["", "Das  Haus ist klein."]
     served = load_and_call(
         path,
         {"translate": request("serving_default", texts)},
-        op_libraries=sorted(map(str, text_ops.glob("*.so"))),
+        op_libraries=tf_text_op_libraries(),
     )
     # Only the tokenizer needs tf-text (stock TF Serving links it); the
     # detokenizer is core TensorFlow.
