@@ -146,7 +146,8 @@ class AdditiveAttention(keras.layers.Layer):
 
         Compute once per sentence and pass as the third input.
         """
-        return ops.matmul(value, self.key_kernel)
+        # Also called outside `__call__` (no autocast): the compute dtype.
+        return ops.matmul(value, ops.cast(self.key_kernel, self.compute_dtype))
 
     def call(
         self, inputs, mask=None, return_attention_scores=False, training=None

@@ -157,7 +157,7 @@ class AttentionGRUCell(keras.layers.Layer):
             "annotations": annotations,
             "keys": self.attention.compute_keys(annotations),
             "projected_annotations": ops.matmul(
-                annotations, self.context_kernel
+                annotations, self._weight(self.context_kernel)
             ),
             "source_mask": source_mask,
         }
@@ -167,7 +167,19 @@ class AttentionGRUCell(keras.layers.Layer):
 
         Takes one step's inputs or all steps' at once.
         """
-        return ops.matmul(inputs, self.kernel) + self.bias
+        return ops.matmul(inputs, self._weight(self.kernel)) + self._weight(
+            self.bias
+        )
+
+    def _weight(self, variable):
+        """`variable` in the compute dtype.
+
+        Inside `__call__` Keras already casts variables so (autocast);
+        `precompute`, `project_inputs` and `step` are also called directly
+        by the searches, where float32 variables would meet bfloat16
+        activations under a mixed policy.
+        """
+        return ops.cast(variable, self.compute_dtype)
 
     def set_memory(self, memory):
         """Hands one batch's `precompute` output to the cell for an `RNN`."""
@@ -205,12 +217,12 @@ class AttentionGRUCell(keras.layers.Layer):
         )
         # (batch, 3n) each: input, context and bias terms of all three gates.
         x = projected_inputs + context_terms
-        recurrent = ops.matmul(state, self.recurrent_kernel[:, : 2 * n])
+        recurrent_kernel = self._weight(self.recurrent_kernel)
+        recurrent = ops.matmul(state, recurrent_kernel[:, : 2 * n])
         z = ops.sigmoid(x[:, :n] + recurrent[:, :n])
         r = ops.sigmoid(x[:, n : 2 * n] + recurrent[:, n:])
         candidate = ops.tanh(
-            x[:, 2 * n :]
-            + ops.matmul(r * state, self.recurrent_kernel[:, 2 * n :])
+            x[:, 2 * n :] + ops.matmul(r * state, recurrent_kernel[:, 2 * n :])
         )
         new_state = (1.0 - z) * state + z * candidate
         return new_state, context, alpha

@@ -355,3 +355,31 @@ def test_regularised_model_learns_to_reverse():
     model.fit(x, y, batch_size=32, epochs=3, verbose=0)
     _, accuracy = model.evaluate(x_dev, y_dev, verbose=0)
     assert accuracy >= 0.9
+
+
+def test_mixed_bfloat16_model_decodes():
+    """The searches call the cell outside Keras's autocast: it must cast."""
+    from keras_bahdanau.decoding import beam_search
+    from keras_bahdanau.decoding import greedy_search
+
+    model = RNNSearch(20, 17, **SIZES, dtype="mixed_bfloat16")
+    inputs = _batch()
+    logits = to_numpy(model(inputs))
+    cache = model.encode(inputs["source_ids"])
+    scale = np.abs(logits).max()
+    for i in range(inputs["target_ids"].shape[1]):
+        step_logits, _, cache = model.decode_step(
+            cache, inputs["target_ids"][:, i], i
+        )
+        step_logits = to_numpy(step_logits)
+        assert step_logits.dtype == np.float32
+        # bfloat16 keeps 8 bits of mantissa: 2^-8 of the scale, and more.
+        np.testing.assert_allclose(
+            step_logits, logits[:, i], atol=0.05 * scale + 1e-3
+        )
+    source = inputs["source_ids"]
+    greedy = greedy_search(model, source, max_length=6)
+    beam = beam_search(model, source, beam_size=2, max_length=6)
+    for result in (greedy, beam):
+        assert np.all(np.isfinite(to_numpy(result.scores)))
+        assert to_numpy(result.token_ids).shape[0] == 3
