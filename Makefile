@@ -1,11 +1,17 @@
 # The two commands of the README's quick start: `make demo` and `make test`.
 PYTHON ?= python3
 BACKENDS ?= jax tensorflow torch
+# The demo runs on JAX, the fastest backend on a CPU (benchmarks/README.md),
+# unless KERAS_BACKEND says otherwise, and installs that backend only
+# (TensorFlow comes with the package): no torch download for a JAX demo.
+DEMO_BACKEND = $(or $(KERAS_BACKEND),jax)
+DEMO_EXTRA = $(if $(filter jax torch,$(DEMO_BACKEND)),[$(DEMO_BACKEND)])
 
 .PHONY: install test test-large demo lint
 
+# The tests run on every backend: all of them, and the dev tools.
 install:
-	$(PYTHON) -m pip install -q -e ".[dev]"
+	$(PYTHON) -m pip install -q -e ".[all,dev]"
 
 # Every test on every backend; fails if any backend fails.
 test: install
@@ -26,7 +32,6 @@ lint: install
 
 # The main job: get Ding de-en, train a small RNNsearch, evaluate, translate,
 # plot alignments and export a SavedModel (runs/ding_de_en, saved_models/).
-# On JAX unless KERAS_BACKEND says otherwise: the fastest backend on a CPU
-# (benchmarks/README.md).
-demo: install
-	KERAS_BACKEND=$${KERAS_BACKEND:-jax} keras-bahdanau demo
+demo:
+	$(PYTHON) -m pip install -q -e ".$(DEMO_EXTRA)"
+	KERAS_BACKEND=$(DEMO_BACKEND) keras-bahdanau demo

@@ -1,7 +1,7 @@
 """Decoding throughput of greedy and beam search on the current backend.
 
 Builds a model from a preset with random weights and a small vocabulary,
-and times the compiled search of `keras_bahdanau.translator.compile_search`
+and times the compiled search of `keras_bahdanau.decoding.compile_search`
 (the one `Translator` uses) on random source ids of a fixed length, for
 greedy search and beam search at several batch sizes. Prints one JSON line
 per configuration.
@@ -48,11 +48,12 @@ import keras
 import numpy as np
 from _memory import keras_device_and_peak_memory
 
+from keras_bahdanau.decoding import SearchConfig
+from keras_bahdanau.decoding import compile_search
 from keras_bahdanau.models import RNNEncDec
 from keras_bahdanau.models import RNNSearch
-from keras_bahdanau.models.translation_model import EOS_ID
-from keras_bahdanau.models.translation_model import NUM_RESERVED_IDS
-from keras_bahdanau.translator import compile_search
+from keras_bahdanau.reserved import EOS_ID
+from keras_bahdanau.reserved import NUM_RESERVED_IDS
 
 MODELS = {
     **dict.fromkeys(RNNSearch.presets, RNNSearch),
@@ -152,7 +153,7 @@ def build_model(args):
 
 def benchmark(model, args, beam_size, batch_size):
     search = compile_search(
-        model, beam_size=beam_size, max_length=args.max_length
+        model, SearchConfig(beam_size=beam_size, max_length=args.max_length)
     )
     source_ids = np.random.default_rng(args.seed).integers(
         NUM_RESERVED_IDS,

@@ -23,8 +23,8 @@ as Pervasive Attention has no `hidden_dim` or `maxout_dim`).
 
 Nothing is lost when the comparison is killed: run again with the same
 options, an unfinished model resumes training where it stopped and a
-finished one is only evaluated (`keras_bahdanau.train.train` does both;
-a finished run is never trained further, so more epochs need another
+finished one is only evaluated (`keras_bahdanau.commands.train.train` does
+both; a finished run is never trained further, so more epochs need another
 `--output-dir`). The training time is read from each run's TensorBoard
 event files, so it adds up the epochs of every session that trained the
 model.
@@ -63,12 +63,13 @@ from pathlib import Path
 import keras
 
 from keras_bahdanau import run_directory as rd
+from keras_bahdanau.commands.train import train
+from keras_bahdanau.config import ConfigError
+from keras_bahdanau.config import resolve_config
+from keras_bahdanau.data import load_corpus
+from keras_bahdanau.decoding import SearchConfig
 from keras_bahdanau.evaluation import bleu_by_length
 from keras_bahdanau.evaluation import corpus_scores
-from keras_bahdanau.train import ConfigError
-from keras_bahdanau.train import load_corpus
-from keras_bahdanau.train import resolve_config
-from keras_bahdanau.train import train
 from keras_bahdanau.translator import Translator
 
 DEFAULT_CONFIG = Path(__file__).with_name("ding_de_en.toml")
@@ -305,7 +306,7 @@ def compare(architecture, args):
     # The test split again, as `train` translated it (best checkpoint,
     # sentences in full), for the hypotheses and the time: the compiled
     # searches of `train`'s evaluation are shared by every model of the
-    # same architecture and shapes (`translator.compile_search`), so this
+    # same architecture and shapes (`decoding.compile_search`), so this
     # times decoding, not compilation.
     translator = Translator.from_run_dir(
         run_dir, checkpoint="best", max_source_length=None
@@ -314,7 +315,7 @@ def compare(architecture, args):
     hypotheses = [
         translation.text
         for translation in translator.translate(
-            sources, beam_size=evaluation["beam_size"]
+            sources, SearchConfig(beam_size=evaluation["beam_size"])
         )
     ]
     decode_seconds = time.perf_counter() - start

@@ -2,11 +2,12 @@
 
 - `NonFiniteLoss` stops training at the first NaN or Inf loss and names the
   step.
-- `AtomicModelCheckpoint` is `keras.callbacks.ModelCheckpoint` writing to a
-  temporary file and renaming it: a full disk or a vanished directory never
-  leaves a half-written checkpoint in place of the previous one.
-- `FiniteBackupAndRestore` is `keras.callbacks.BackupAndRestore` that never
-  backs up NaN or Inf weights.
+- `AtomicModelCheckpoint` saves the model at each epoch end (or when the
+  monitored value improves) to a temporary file renamed over the
+  checkpoint: a full disk or a vanished directory never leaves a
+  half-written checkpoint in place of the previous one.
+- `FiniteBackupAndRestore` is `keras.callbacks.BackupAndRestore` that
+  writes its backup the same way and never backs up NaN or Inf weights.
 - `DevScores` adds dev BLEU and chrF to the epoch's logs, for model
   selection.
 
@@ -15,18 +16,32 @@ are no longer finite (`FloatingPointError`) stop training: carrying on
 would leave a run whose files are older than its log, or a backup that
 resumes into NaN. Put `NonFiniteLoss` first in the callbacks list, so that
 no later callback saves the weights of the step that diverged.
+
+Keras's `ModelCheckpoint` and `BackupAndRestore` save through private
+methods; these callbacks save from the public `Callback` hooks instead.
 """
 
-import contextlib
 import errno
+import json
 import math
-import os
+import operator
+import shutil
+import warnings
 from pathlib import Path
 
 import keras
 import numpy as np
 
 from keras_bahdanau.evaluation import corpus_scores
+from keras_bahdanau.run_directory import atomic_write
+from keras_bahdanau.run_directory import atomic_write_text
+from keras_bahdanau.validation import check_choice
+
+# The files `keras.callbacks.BackupAndRestore` restores from, in its
+# `backup_dir` (Keras names them in private attributes only);
+# tests/keras_api_test.py fails if Keras renames them.
+BACKUP_WEIGHTS = "latest.weights.h5"
+BACKUP_METADATA = "training_metadata.json"
 
 
 class CheckpointError(OSError):
@@ -68,16 +83,8 @@ def check_finite(model, target):
         )
 
 
-def save_atomically(model, path, weights_only=False):
-    """Saves `model` to `path` via a temporary file and `os.replace`.
-
-    The temporary file is in the same directory (a rename across file
-    systems is not atomic) and is removed if the write fails.
-
-    Args:
-        model: a Keras model.
-        path: a `.keras` file, or a `.weights.h5` file if `weights_only`.
-        weights_only: save the weights only (`model.save_weights`).
+def save_atomically(model, path):
+    """Saves `model` to the `.keras` file `path` with `atomic_write`.
 
     Raises:
         CheckpointError: the write failed (disk full, directory gone, ...);
@@ -92,19 +99,8 @@ def save_atomically(model, path, weights_only=False):
             "longer exists (deleted, moved or unmounted). Training stopped",
         )
     check_finite(model, path.name)
-    # The name keeps the suffix `save` requires (".keras", ".weights.h5").
-    temporary = path.with_name(f".tmp-{path.name}")
     try:
-        if weights_only:
-            model.save_weights(temporary, overwrite=True)
-        else:
-            model.save(temporary, overwrite=True)
-        descriptor = os.open(temporary, os.O_RDONLY)
-        try:
-            os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
-        os.replace(temporary, path)
+        atomic_write(path, model.save)
     except OSError as error:
         raise CheckpointError(
             error.errno,
@@ -113,9 +109,6 @@ def save_atomically(model, path, weights_only=False):
             "(or restore the directory) and run the same command again to "
             "resume",
         ) from error
-    finally:
-        with contextlib.suppress(OSError):
-            temporary.unlink()
 
 
 class NonFiniteLoss(keras.callbacks.Callback):
@@ -159,14 +152,24 @@ class NonFiniteLoss(keras.callbacks.Callback):
         )
 
 
-class AtomicModelCheckpoint(keras.callbacks.ModelCheckpoint):
-    """`ModelCheckpoint` that replaces its file atomically, never in place.
+class AtomicModelCheckpoint(keras.callbacks.Callback):
+    """Saves the model at each epoch end, replacing its file atomically.
 
-    Same arguments and saving rules as `keras.callbacks.ModelCheckpoint`
-    (`monitor`, `save_best_only`, `save_freq`, ...); each save goes to a
-    temporary file in the same directory, then `os.replace`s the
-    checkpoint. Unlike `ModelCheckpoint`, it does not recreate a missing
-    directory: a run directory that vanished stops training.
+    `keras.callbacks.ModelCheckpoint`'s rules for one file saved at epoch
+    ends: every epoch, or with `save_best_only` when `monitor` improves on
+    `best` (a value missing from the logs warns and saves, as in Keras).
+    Unlike Keras's, it writes via `save_atomically` and does not recreate
+    a missing directory: a run directory that vanished stops training.
+
+    Args:
+        filepath: the `.keras` file to write.
+        monitor: the logged value that `save_best_only` compares.
+        mode: `"min"` or `"max"`: whether lower or higher is better.
+        save_best_only: save only when `monitor` improves.
+
+    Attributes:
+        best: the best `monitor` value so far (None: none yet); a resumed
+            run sets it to the best value it logged.
 
     Raises:
         CheckpointError: a write failed; the previous checkpoint is intact.
@@ -178,25 +181,44 @@ class AtomicModelCheckpoint(keras.callbacks.ModelCheckpoint):
     ...     "run/best.keras", monitor="val_loss", save_best_only=True)
     """
 
-    def _save_model(self, epoch, batch, logs):
-        filepath = self._get_file_path(epoch, batch, logs)
-        if self._should_save_model(epoch, batch, logs, filepath):
-            save_atomically(self.model, filepath, self.save_weights_only)
+    def __init__(
+        self, filepath, monitor="val_loss", mode="min", save_best_only=False
+    ):
+        super().__init__()
+        check_choice("mode", mode, ("min", "max"))
+        self.filepath = filepath
+        self.monitor = monitor
+        self.save_best_only = save_best_only
+        self.best = None
+        self._improves = operator.lt if mode == "min" else operator.gt
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self.save_best_only:
+            current = (logs or {}).get(self.monitor)
+            if current is None:
+                warnings.warn(
+                    f"Can save best model only with {self.monitor} available.",
+                    stacklevel=2,
+                )
+            elif self.best is None or self._improves(current, self.best):
+                self.best = current
+            else:
+                return
+        save_atomically(self.model, self.filepath)
 
 
 class FiniteBackupAndRestore(keras.callbacks.BackupAndRestore):
-    """`BackupAndRestore` that refuses to back up NaN or Inf weights.
+    """`BackupAndRestore` that writes atomically, never NaN or Inf weights.
 
-    A step whose loss is finite can still leave NaN weights (the update
-    itself overflowed); the next backup would then resume into NaN. This
-    one checks the model's and optimizer's variables first and stops
-    training instead, keeping the previous backup. Write errors become a
-    `CheckpointError`; with `double_checkpoint=True`, Keras restores from
-    the backup before a half-written one.
-
-    With an integer `save_freq`, it also backs up at the end of each epoch
-    (Keras's backs up every `save_freq` batches only): a resume starts
-    the next epoch from its end instead of repeating part of it.
+    Keras's callback restores the backup when `fit` starts and deletes it
+    when `fit` ends; this one writes it, every `save_freq` batches (an
+    int) and at each epoch end (Keras's, every `save_freq` batches only:
+    a resume would repeat part of an epoch), via `run_directory.
+    atomic_write`. It first checks the model's and optimizer's variables:
+    a step with a finite loss can still leave NaN weights (the update
+    overflowed), which it stops training on, keeping the previous backup.
+    `double_checkpoint=True` also keeps a copy of the previous backup,
+    which Keras restores from if the latest one cannot be read.
 
     Same arguments as `keras.callbacks.BackupAndRestore`.
 
@@ -205,15 +227,38 @@ class FiniteBackupAndRestore(keras.callbacks.BackupAndRestore):
         CheckpointError: the backup could not be written.
     """
 
-    def on_epoch_end(self, epoch, logs=None):
-        super().on_epoch_end(epoch, logs)
-        if self.save_freq != "epoch":
-            self._save_model()
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._epoch_running, self._batch_seen = 0, -1
+        self._batches_not_backed_up = 0
 
-    def _save_model(self):
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch_running, self._batch_seen = epoch, -1
+
+    def on_train_batch_end(self, batch, logs=None):
+        # More than one batch per call with `steps_per_execution`.
+        self._batches_not_backed_up += batch - self._batch_seen
+        self._batch_seen = batch
+        if self.save_freq != "epoch" and (
+            self._batches_not_backed_up >= self.save_freq
+        ):
+            self._batches_not_backed_up = 0
+            self._back_up({"epoch": self._epoch_running, "batch": batch})
+
+    def on_epoch_end(self, epoch, logs=None):
+        self._back_up({"epoch": epoch + 1, "batch": 0})
+
+    def _back_up(self, metadata):
         check_finite(self.model, "the backup")
+        directory = Path(self.backup_dir)
+        weights = directory / BACKUP_WEIGHTS
         try:
-            super()._save_model()
+            directory.mkdir(parents=True, exist_ok=True)
+            for path in (weights, directory / BACKUP_METADATA):
+                if self.double_checkpoint and path.is_file():
+                    shutil.copyfile(path, f"{path}.bkp")
+            atomic_write(weights, self.model.save_weights)
+            atomic_write_text(directory / BACKUP_METADATA, json.dumps(metadata))
         except OSError as error:
             raise CheckpointError(
                 error.errno,

@@ -1,8 +1,8 @@
 """`keras-bahdanau`: one command line for the whole pipeline.
 
-Each sub-command lives in the module of its concept and exposes
-`add_arguments(parser)` and `run(args)`; modules are imported only when
-their command runs, so `--help` is fast.
+Each sub-command is a module of `keras_bahdanau.commands` that exposes
+`add_arguments(parser)` and `run(args)`; a module is imported only when its
+command runs, so `--help` is fast.
 
 A command stopped by bad input (`InputError`, e.g. a line of `translate`'s
 input that is not UTF-8) prints one line, `keras-bahdanau COMMAND:
@@ -13,27 +13,18 @@ import argparse
 import importlib
 import sys
 
+from keras_bahdanau.validation import InputError
+
+# Each command and its help; "plot-attention" runs the module
+# keras_bahdanau.commands.plot_attention, and so on.
 COMMANDS = {
-    "train": ("keras_bahdanau.train", "train a model into a run directory"),
-    "translate": ("keras_bahdanau.translator", "translate text with a run"),
-    "evaluate": ("keras_bahdanau.evaluation", "BLEU/chrF of one or more runs"),
-    "plot-attention": (
-        "keras_bahdanau.translator:plot_attention_command",
-        "draw alignment heatmaps (the paper's Figure 3)",
-    ),
-    "export": ("keras_bahdanau.export", "write a TF Serving SavedModel"),
-    "demo": ("keras_bahdanau.demo", "the README's main job, end to end"),
+    "train": "train a model into a run directory",
+    "translate": "translate text with a run",
+    "evaluate": "BLEU/chrF of one or more runs",
+    "plot-attention": "draw alignment heatmaps (the paper's Figure 3)",
+    "export": "write a TF Serving SavedModel",
+    "demo": "the README's main job, end to end",
 }
-
-
-class InputError(ValueError):
-    """Input text a command cannot use: reported in one line, exit 2."""
-
-
-def _load(target):
-    module_name, _, attribute = target.partition(":")
-    module = importlib.import_module(module_name)
-    return getattr(module, attribute) if attribute else module
 
 
 def main(argv=None):
@@ -45,10 +36,13 @@ def main(argv=None):
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     chosen = next((a for a in argv if not a.startswith("-")), None)
-    for name, (target, help_text) in COMMANDS.items():
+    for name, help_text in COMMANDS.items():
         sub = commands.add_parser(name, help=help_text)
         if name == chosen:
-            command = _load(target)
+            # Only the chosen command's imports (TensorFlow, data, models)
+            # are paid for.
+            module = f"keras_bahdanau.commands.{name.replace('-', '_')}"
+            command = importlib.import_module(module)
             command.add_arguments(sub)
             sub.set_defaults(run=command.run)
     args = parser.parse_args(argv)
@@ -63,9 +57,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    # `python -m keras_bahdanau.cli` runs this file as `__main__`, a module
-    # apart from `keras_bahdanau.cli`, whose `InputError` the commands
-    # raise: run the package module's `main`.
-    from keras_bahdanau.cli import main as package_main
-
-    sys.exit(package_main())
+    sys.exit(main())

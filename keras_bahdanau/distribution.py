@@ -42,6 +42,8 @@ import os
 
 import keras
 
+from keras_bahdanau.validation import check_choice
+
 STRATEGIES = ("none", "data_parallel", "model_parallel", "mirrored")
 # The backend each strategy needs.
 BACKENDS = {
@@ -121,11 +123,7 @@ class ClusterSettings:
 def check_strategy(strategy, backend=None):
     """Raises `ValueError` if `strategy` cannot run on `backend`."""
     backend = backend or keras.backend.backend()
-    if strategy not in STRATEGIES:
-        raise ValueError(
-            f"distribution.strategy must be one of {STRATEGIES}. "
-            f"Received: {strategy!r}"
-        )
+    check_choice("distribution.strategy", strategy, STRATEGIES)
     needed = BACKENDS.get(strategy)
     if needed is None or needed == backend:
         return
@@ -453,12 +451,13 @@ def build_compiled_model(plan, model, dataset):
     Needed for `"mirrored"` only: Keras 3.15 builds them on the first `fit`
     under `tf.distribute` from the MEAN of the replicas' first batches,
     which turns integer token ids into floats, and the models refuse float
-    ids. Building them beforehand from one real batch skips that path.
+    ids. `test_on_batch` builds them from the batch it is given, as it is
+    (and evaluates it; `fit` resets the metrics before its first epoch).
     """
     if plan.strategy == "mirrored":
-        batch = next(iter(dataset))
+        inputs, labels = next(iter(dataset))
         with plan.tf_strategy.scope():
-            model._symbolic_build(data_batch=batch)
+            model.test_on_batch(inputs, labels)
 
 
 def training_scope(plan):

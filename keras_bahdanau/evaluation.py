@@ -6,18 +6,19 @@ Scores are computed on detokenized text with sacreBLEU's defaults (BLEU:
 numbers from different papers and runs can be compared honestly (Post,
 2018, "A Call for Clarity in Reporting BLEU Scores").
 
-`keras-bahdanau evaluate RUN_DIR [RUN_DIR ...]` translates a test set with
-each run and prints BLEU, chrF, their signatures and a table of BLEU per
-source-length bucket (Figure 2 of the paper), optionally drawn as a PNG.
+`evaluate` translates and scores a test set; `evaluate_run` scores the
+dev and test splits of a finished training run into its `results.json`.
 """
 
 import json
-import warnings
-from pathlib import Path
 
 import sacrebleu
 
 from keras_bahdanau import run_directory
+from keras_bahdanau.data import WordTokenizer
+from keras_bahdanau.decoding import SearchConfig
+from keras_bahdanau.translator import Translator
+from keras_bahdanau.validation import check_int
 
 
 def corpus_scores(hypotheses, references):
@@ -90,15 +91,7 @@ def bleu_by_length(sources, hypotheses, references, bucket_width=10):
             f"Received: {len(sources)} sources and {len(hypotheses)} "
             "hypotheses"
         )
-    if (
-        not isinstance(bucket_width, int)
-        or isinstance(bucket_width, bool)
-        or bucket_width < 1
-    ):
-        raise ValueError(
-            "`bucket_width` must be a positive int. "
-            f"Received: bucket_width={bucket_width!r}"
-        )
+    check_int("bucket_width", bucket_width)
     buckets = {}
     for source, hypothesis, reference in zip(
         sources, hypotheses, references, strict=True
@@ -123,7 +116,7 @@ def bleu_by_length(sources, hypotheses, references, bucket_width=10):
 
 
 def evaluate(
-    translator, sources, references, bucket_width=10, **translate_options
+    translator, sources, references, search=None, bucket_width=10, **options
 ):
     """Translates `sources` and scores the translations.
 
@@ -131,10 +124,12 @@ def evaluate(
         translator: a `keras_bahdanau.translator.Translator`.
         sources: list of str.
         references: list of str, one per source.
+        search: a `keras_bahdanau.decoding.SearchConfig` (None: its
+            defaults); `n_best` must be 1.
         bucket_width: the word width of the `bleu_by_length` buckets.
-        **translate_options: options of `Translator.translate` (e.g.
-            `beam_size`, `length_penalty`, `batch_size`), except `n_best`
-            and `return_attention`.
+        **options: other options of `Translator.translate`
+            (e.g. `replace_unknown`, `batch_size`), except
+            `return_attention`.
 
     Returns:
         The dict of `corpus_scores` plus `by_length` (the list of
@@ -146,14 +141,14 @@ def evaluate(
     translator = Translator.from_run_dir("runs/ding_de_en")
     pairs = ding_de_en("test")
     result = evaluate(translator, [s for s, _ in pairs],
-                      [t for _, t in pairs], beam_size=5)
+                      [t for _, t in pairs], SearchConfig(beam_size=5))
     print(result["bleu"], result["bleu_signature"])
     ```
     """
     sources = list(sources)
     hypotheses = [
         translation.text
-        for translation in translator.translate(sources, **translate_options)
+        for translation in translator.translate(sources, search, **options)
     ]
     return {
         **corpus_scores(hypotheses, references),
@@ -162,6 +157,55 @@ def evaluate(
         ),
         "hypotheses": hypotheses,
     }
+
+
+def evaluate_run(run_dir, splits, evaluation):
+    """Dev and test BLEU/chrF of a run's best model, into `results.json`.
+
+    Args:
+        run_dir: the run directory, a `pathlib.Path`.
+        splits: `{"dev": pairs, "test": pairs}`, e.g. from `load_corpus`.
+        evaluation: the `evaluation` section of the run's config.
+
+    Returns:
+        The results written: per split, `bleu`, `chrf`, their signatures
+        and `sentences`.
+    """
+    # Whole sentences: no truncation at the training length limit.
+    translator = Translator.from_run_dir(
+        run_dir, checkpoint="best", max_source_length=None
+    )
+    # Off for subwords, which have (almost) no [UNK] and no word to copy.
+    replace_unknown = evaluation["replace_unknown"] and all(
+        isinstance(tokenizer, WordTokenizer)
+        for tokenizer in (
+            translator.source_tokenizer,
+            translator.target_tokenizer,
+        )
+    )
+    results = {}
+    for split in ("dev", "test"):
+        pairs = splits[split][: evaluation["max_sentences"] or None]
+        scores = evaluate(
+            translator,
+            [source for source, _ in pairs],
+            [target for _, target in pairs],
+            SearchConfig(beam_size=evaluation["beam_size"]),
+            replace_unknown=replace_unknown,
+        )
+        keys = ("bleu", "chrf", "bleu_signature", "chrf_signature")
+        results[split] = {key: scores[key] for key in keys}
+        results[split]["sentences"] = len(pairs)
+        print(
+            f"[{split}] BLEU {scores['bleu']:.2f}  chrF {scores['chrf']:.2f}"
+            f"  ({len(pairs)} sentences, beam {evaluation['beam_size']}"
+            f"{', unknown words replaced' if replace_unknown else ''}; "
+            f"{scores['bleu_signature']})"
+        )
+    run_directory.atomic_write_text(
+        run_dir / run_directory.RESULTS, json.dumps(results, indent=2)
+    )
+    return results
 
 
 def _check_corpus(hypotheses, references):
@@ -188,197 +232,4 @@ def _check_corpus(hypotheses, references):
     return hypotheses, references
 
 
-# === The `evaluate` command ===
-
-
-def add_arguments(parser):
-    from keras_bahdanau.translator import add_search_arguments
-
-    parser.description = (
-        "Translate a test set with one or more runs; print sacreBLEU BLEU "
-        "and chrF with their signatures, and BLEU per source-length bucket "
-        "(the paper's Figure 2). The test set is --split of each run's "
-        "training corpus (config.json) or the files --source/--reference."
-    )
-    parser.add_argument(
-        "run_dirs", nargs="+", metavar="RUN_DIR", help="run directories"
-    )
-    parser.add_argument(
-        "--split",
-        choices=("test", "dev"),
-        default="test",
-        help="split of the runs' corpus (default: test)",
-    )
-    parser.add_argument(
-        "--source",
-        help="source file, one sentence a line (UTF-8, see --errors)",
-    )
-    parser.add_argument("--reference", help="reference file, aligned")
-    parser.add_argument(
-        "--max-sentences",
-        type=int,
-        default=0,
-        help="score only the first N sentences (0: all)",
-    )
-    parser.add_argument(
-        "--bucket-width", type=int, default=10, help="words per length bucket"
-    )
-    parser.add_argument(
-        "--plot", help="draw BLEU by length into this .png/.svg/.pdf file"
-    )
-    parser.add_argument(
-        "--json", help="also write all scores (no hypotheses) to this file"
-    )
-    add_search_arguments(parser)
-
-
-def run(args):
-    from keras_bahdanau.translator import search_options
-    from keras_bahdanau.translator import translator_from_args
-
-    if bool(args.source) != bool(args.reference):
-        raise ValueError(
-            "Pass both --source and --reference, or neither (then --split "
-            f"of the runs' corpus is used). Received: --source={args.source}"
-            f", --reference={args.reference}"
-        )
-    labels = _labels(args.run_dirs)
-    # Every test set is read and checked before any model loads.
-    test_sets = _test_sets(args)
-    results = {}
-    for run_dir, label, pairs in zip(
-        args.run_dirs, labels, test_sets, strict=True
-    ):
-        results[label] = evaluate(
-            translator_from_args(args, run_dir),
-            [source for source, _ in pairs],
-            [target for _, target in pairs],
-            bucket_width=args.bucket_width,
-            **search_options(args),
-        )
-    print(_format_report(results, args))
-    if args.plot:
-        from keras_bahdanau.plotting import plot_bleu_by_length
-
-        plot_bleu_by_length(
-            {
-                label: (
-                    [bucket["max_length"] for bucket in result["by_length"]],
-                    [bucket["bleu"] for bucket in result["by_length"]],
-                )
-                for label, result in results.items()
-            },
-            path=args.plot,
-        )
-        print(f"BLEU by length plotted in {args.plot}")
-    if args.json:
-        scores = {
-            label: {k: v for k, v in result.items() if k != "hypotheses"}
-            for label, result in results.items()
-        }
-        run_directory.atomic_write_text(
-            args.json, json.dumps(scores, indent=2) + "\n"
-        )
-    return 0
-
-
-def _labels(run_dirs):
-    """Short run names for tables and plots: folder names if unique."""
-    names = [Path(run_dir).resolve().name for run_dir in run_dirs]
-    if len(set(names)) == len(names):
-        return names
-    paths = [str(Path(run_dir).resolve()) for run_dir in run_dirs]
-    if len(set(paths)) < len(paths):
-        raise ValueError(
-            f"A run directory is given twice. Received: {list(run_dirs)}"
-        )
-    return paths
-
-
-def _test_sets(args):
-    """The test pairs of each run, up to --max-sentences.
-
-    The same files for every run with --source/--reference; else the
-    --split of each run's corpus, whose sources must be the same.
-    """
-    from keras_bahdanau.cli import InputError
-    from keras_bahdanau.data import read_parallel_files
-
-    limit = args.max_sentences if args.max_sentences > 0 else None
-    if args.source:
-        try:
-            pairs = read_parallel_files(
-                args.source, args.reference, errors=args.errors
-            )
-        except OSError as error:
-            raise InputError(
-                f"{str(error.filename)!r}: {error.strerror or error}"
-            ) from None
-        except ValueError as error:  # Not UTF-8, unaligned or empty.
-            raise InputError(str(error)) from None
-        return [pairs[:limit]] * len(args.run_dirs)
-    test_sets, corpora = [], {}
-    for run_dir in args.run_dirs:
-        config = run_directory.read_config(run_dir)
-        if "data" not in config:
-            raise ValueError(
-                f"{run_dir}/config.json names no training corpus (no `data` "
-                "section). Pass --source and --reference."
-            )
-        key = json.dumps(config["data"], sort_keys=True)
-        if key not in corpora:
-            from keras_bahdanau.train import load_corpus
-
-            corpora[key] = load_corpus(config["data"])
-        pairs = corpora[key][args.split][:limit]
-        sources = [source for source, _ in pairs]
-        if test_sets and sources != [source for source, _ in test_sets[0]]:
-            raise ValueError(
-                f"{run_dir} was trained on another corpus than "
-                f"{args.run_dirs[0]}, so their {args.split} sets differ. "
-                "Compare them on the same files with --source/--reference."
-            )
-        test_sets.append(pairs)
-    return test_sets
-
-
-def _format_report(results, args):
-    width = max(len("run"), *(len(label) for label in results))
-    lines = [
-        f"{'run':<{width}}  {'BLEU':>6}  {'chrF':>6}  sentences",
-        *(
-            f"{label:<{width}}  {r['bleu']:6.2f}  {r['chrf']:6.2f}  "
-            f"{len(r['hypotheses'])}"
-            for label, r in results.items()
-        ),
-    ]
-    signatures = {
-        (r["bleu_signature"], r["chrf_signature"]) for r in results.values()
-    }
-    if len(signatures) > 1:  # Only with different sacreBLEU versions.
-        warnings.warn("The runs' sacreBLEU signatures differ.", stacklevel=2)
-    for bleu_signature, chrf_signature in sorted(signatures):
-        lines += [
-            f"BLEU signature: {bleu_signature}",
-            f"chrF signature: {chrf_signature}",
-        ]
-    first = next(iter(results.values()))
-    lines += [
-        "",
-        f"BLEU by source length (words), beam size {args.beam_size}:",
-        f"{'words':>7}  {'sentences':>9}  "
-        + "  ".join(f"{label:>{max(len(label), 6)}}" for label in results),
-    ]
-    for i, bucket in enumerate(first["by_length"]):
-        span = f"{bucket['min_length']}-{bucket['max_length']}"
-        lines.append(
-            f"{span:>7}  {bucket['num_sentences']:>9}  "
-            + "  ".join(
-                f"{r['by_length'][i]['bleu']:>{max(len(label), 6)}.2f}"
-                for label, r in results.items()
-            )
-        )
-    return "\n".join(lines)
-
-
-__all__ = ["bleu_by_length", "corpus_scores", "evaluate"]
+__all__ = ["bleu_by_length", "corpus_scores", "evaluate", "evaluate_run"]

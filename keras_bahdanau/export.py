@@ -23,23 +23,17 @@ a server needs no Python and no keras_bahdanau. See docs/serving.md.
   `(batch, T, Tx)`; padded with `""` and 0 beyond the lengths.
 
 Every signature answers each sentence on its own, with a `status` (one
-of `STATUSES`): `"ok"`, translated; `"empty"`, no token (empty, only
-spaces or control characters); `"too_long"`, more than
-`max_source_tokens` tokens. An `"empty"` or `"too_long"` sentence is not
-searched: its translation is `""`, its score 0 (in `translate_n_best`
-one such hypothesis, the other slots empty) and its lengths in `align`
-are 0. The other sentences of the request are translated exactly as in
-a request of their own, and as `Translator(max_source_length=
-max_source_tokens, long_sources="error")` translates them (which raises
-where the served model answers `"too_long"`). Text is read as
-`Translator` reads it: invalid UTF-8 bytes (which a Python str cannot
-hold) become U+FFFD.
+of `STATUSES`): `"ok"`, translated; `"empty"`, no token; `"too_long"`,
+more than `max_source_tokens` tokens, and so not searched, answered as
+an empty sentence: `""` scored 0 (in `translate_n_best` one such
+hypothesis, the other slots empty), lengths 0 in `align`. These rules
+are `keras_bahdanau.text`'s, shared with `Translator`: the others are
+translated as in a request of their own and as `Translator(
+max_source_length=max_source_tokens, long_sources="error")` translates
+them (which raises where the served model answers `"too_long"`).
 
 Every score is a finite float32, as JSON (TF Serving's REST API) has no
-infinity or NaN: an empty n-best slot scores `LOWEST_SCORE`, the lowest
-float32, below every real score so that the n-best lists stay sorted;
-so does a search score of `-inf` (the coverage penalty of a source
-token given no attention at all) or NaN (a broken model).
+infinity or NaN: `LOWEST_SCORE` stands for both (see `_finite`).
 
 Two limits, fixed at export and recorded in `METADATA_FILE`, bound what
 one request can cost (the search's memory grows with both): a sentence
@@ -57,6 +51,7 @@ export runs in a subprocess with `KERAS_BACKEND=tensorflow` that loads the
 run's `.keras` file (the weights load on any backend).
 """
 
+import dataclasses
 import json
 import os
 import pathlib
@@ -67,16 +62,22 @@ import tempfile
 
 import keras
 import numpy as np
+import tensorflow as tf
 
-from keras_bahdanau import decoding
 from keras_bahdanau import run_directory
+from keras_bahdanau.decoding import SearchConfig
+from keras_bahdanau.decoding import SearchResult
+from keras_bahdanau.decoding import as_search_config
+from keras_bahdanau.decoding import beam_search
+from keras_bahdanau.text import STATUS_EMPTY
+from keras_bahdanau.text import STATUS_OK
+from keras_bahdanau.text import STATUS_TOO_LONG
+from keras_bahdanau.text import STATUSES
+from keras_bahdanau.text import decode_hypotheses
+from keras_bahdanau.text import read_sources
+from keras_bahdanau.validation import check_int
 
 SIGNATURES = ("serving_default", "translate_n_best", "align")
-# The per-sentence `status` of every signature, see the module docstring.
-STATUS_OK = "ok"
-STATUS_EMPTY = "empty"
-STATUS_TOO_LONG = "too_long"
-STATUSES = (STATUS_OK, STATUS_EMPTY, STATUS_TOO_LONG)
 # Stands for a score of -inf (an empty n-best slot): JSON has no infinity,
 # and the lowest float32 still sorts below every real score.
 LOWEST_SCORE = float(np.finfo(np.float32).min)
@@ -90,10 +91,7 @@ def export_saved_model(
     version=None,
     checkpoint="best",
     overwrite=False,
-    beam_size=5,
-    length_penalty=0.0,
-    coverage_penalty=0.0,
-    max_length=None,
+    search=None,
     max_source_tokens=100,
     max_batch=64,
     max_beam_size=8,
@@ -112,12 +110,9 @@ def export_saved_model(
             version (1 for a new folder).
         checkpoint: `"best"` or `"last"`.
         overwrite: whether to replace an existing version.
-        beam_size: int >= 1, the beam of `serving_default` and `align`.
-        length_penalty: GNMT `alpha >= 0` of `serving_default` and
-            `align`; `translate_n_best` takes its own.
-        coverage_penalty: GNMT `beta >= 0` of all three signatures.
-        max_length: int, the most target tokens (EOS included), or None
-            for `2 * Tx + 10` as in `Translator`.
+        search: a `SearchConfig` with `n_best=1` (None: the defaults),
+            the search of `serving_default` and `align`; `translate_n_best`
+            takes `beam_size`, `n_best` and `length_penalty` per request.
         max_source_tokens: int >= 1, the most tokens a sentence may have;
             a longer one is not translated and gets status `"too_long"`.
         max_batch: int >= 1, the most sentences per request; a larger
@@ -137,20 +132,13 @@ def export_saved_model(
     # demo,target=/models/demo -e MODEL_NAME=demo tensorflow/serving
     ```
     """
-    settings = _settings(
-        beam_size,
-        length_penalty,
-        coverage_penalty,
-        max_length,
-        max_source_tokens,
-        max_batch,
-        max_beam_size,
+    settings = _settings(search, max_source_tokens, max_batch, max_beam_size)
+    check_int(
+        "version",
+        version,
+        allow_none=True,
+        why="(TF Serving serves numbered folders)",
     )
-    if version is not None and (not _is_int(version) or version < 1):
-        raise ValueError(
-            "`version` must be an int >= 1 (TF Serving serves numbered "
-            f"folders) or None. Received: version={version!r}"
-        )
     # Fail early, with the run directory's own errors (missing, damaged
     # or mismatched files), before a subprocess is started.
     run_directory.check_run(run_dir, checkpoint)
@@ -184,7 +172,7 @@ def export_saved_model(
             settings=settings,
         )
         if keras.backend.backend() == "tensorflow":
-            _write_saved_model(**build)
+            write_saved_model(**build)
         else:
             _write_in_tensorflow_subprocess(build)
         # mkdtemp() made it private (0700); a server running as another
@@ -196,44 +184,34 @@ def export_saved_model(
     return target
 
 
-def _settings(
-    beam_size,
-    length_penalty,
-    coverage_penalty,
-    max_length,
-    max_source_tokens,
-    max_batch,
-    max_beam_size,
-):
-    decoding._check_beam_arguments(
-        beam_size, 1, length_penalty, coverage_penalty
-    )
-    if max_length is not None:
-        decoding._check_length_arguments(max_length, None)
-    for name, value in (
-        ("max_source_tokens", max_source_tokens),
-        ("max_batch", max_batch),
-        ("max_beam_size", max_beam_size),
-    ):
-        if not _is_int(value) or value < 1:
-            raise ValueError(
-                f"`{name}` must be an int >= 1. Received: {name}={value!r}"
-            )
-    if beam_size > max_beam_size:
+def _settings(search, max_source_tokens, max_batch, max_beam_size):
+    """The export settings, checked, as `METADATA_FILE` records them."""
+    search = as_search_config(search)
+    if search.n_best != 1:
+        raise ValueError(
+            "`search.n_best` must be 1: serving_default and align return "
+            "the best translation, translate_n_best takes n_best per "
+            f"request. Received: n_best={search.n_best}"
+        )
+    check_int("max_source_tokens", max_source_tokens)
+    check_int("max_batch", max_batch)
+    check_int("max_beam_size", max_beam_size)
+    if search.beam_size > max_beam_size:
         raise ValueError(
             "`beam_size` (the beam of serving_default) must be at most "
-            f"`max_beam_size`. Received: beam_size={beam_size}, "
+            f"`max_beam_size`. Received: beam_size={search.beam_size}, "
             f"max_beam_size={max_beam_size}"
         )
-    return dict(
-        beam_size=beam_size,
-        length_penalty=float(length_penalty),
-        coverage_penalty=float(coverage_penalty),
-        max_length=max_length,
-        max_source_tokens=max_source_tokens,
-        max_batch=max_batch,
-        max_beam_size=max_beam_size,
-    )
+    settings = dataclasses.asdict(search)
+    del settings["n_best"]  # translate_n_best takes it per request.
+    if search.relative_max_length is None:  # Not recorded when unused.
+        del settings["relative_max_length"]
+    return {
+        **settings,
+        "max_source_tokens": max_source_tokens,
+        "max_batch": max_batch,
+        "max_beam_size": max_beam_size,
+    }
 
 
 def _publish(temporary, target):
@@ -255,17 +233,9 @@ _RUN_DIRECTORY_ERROR = "keras_bahdanau.run_directory.RunDirectoryError: "
 
 
 def _write_in_tensorflow_subprocess(build):
-    command = (
-        "import json, sys\n"
-        "from keras_bahdanau import export, run_directory\n"
-        "try:\n"
-        "    export._write_saved_model(**json.loads(sys.argv[1]))\n"
-        "except run_directory.RunDirectoryError as error:\n"
-        f"    sys.stderr.write({_RUN_DIRECTORY_ERROR!r} + str(error))\n"
-        "    sys.exit(3)\n"
-    )
+    """Runs `main` (so `write_saved_model`) with KERAS_BACKEND=tensorflow."""
     process = subprocess.run(
-        [sys.executable, "-c", command, json.dumps(build)],
+        [sys.executable, "-m", "keras_bahdanau.export", json.dumps(build)],
         env={**os.environ, "KERAS_BACKEND": "tensorflow"},
         capture_output=True,
         text=True,
@@ -282,41 +252,58 @@ def _write_in_tensorflow_subprocess(build):
         )
 
 
-def _write_saved_model(run_dir, checkpoint, path, settings):
-    """Builds the signatures and writes the SavedModel (TF backend only)."""
-    import tensorflow as tf
+def main(argv=None):
+    """`python -m keras_bahdanau.export BUILD`: the export subprocess.
 
+    Runs `write_saved_model(**json.loads(BUILD))`; a `RunDirectoryError`
+    exits with status 3, its message after `_RUN_DIRECTORY_ERROR` on
+    stderr.
+    """
+    (build,) = sys.argv[1:] if argv is None else argv
+    try:
+        write_saved_model(**json.loads(build))
+    except run_directory.RunDirectoryError as error:
+        sys.stderr.write(_RUN_DIRECTORY_ERROR + str(error))
+        return 3
+    return 0
+
+
+def write_saved_model(run_dir, checkpoint, path, settings):
+    """Builds the signatures and writes the SavedModel into `path`.
+
+    On the TensorFlow backend only. `settings`: as `METADATA_FILE`
+    records them (the `SearchConfig` fields of the search, and the
+    limits).
+    """
     if keras.backend.backend() != "tensorflow":
         raise RuntimeError(
             "The SavedModel must be built on the TensorFlow backend. "
             f"Received: backend={keras.backend.backend()!r}"
         )
     model, source, target, config = run_directory.load_run(run_dir, checkpoint)
-    graph = _ServingGraph(model, source, target, **settings)
+    graph = _ServingGraph(model, source, target, settings)
     text = tf.TensorSpec([None], tf.string, name="text")
-    input_signatures = {
-        "serving_default": [text],
-        "translate_n_best": [
-            text,
-            tf.TensorSpec([], tf.int32, name="beam_size"),
-            tf.TensorSpec([], tf.int32, name="n_best"),
-            tf.TensorSpec([], tf.float32, name="length_penalty"),
-        ],
-        "align": [text],
-    }
+    scalars = [
+        tf.TensorSpec([], dtype, name=name)
+        for name, dtype in [
+            ("beam_size", tf.int32),
+            ("n_best", tf.int32),
+            ("length_penalty", tf.float32),
+        ]
+    ]
     functions = {
-        "serving_default": graph.translate,
-        "translate_n_best": graph.translate_n_best,
-        "align": graph.align,
+        "serving_default": (graph.translate, [text]),
+        "translate_n_best": (graph.translate_n_best, [text, *scalars]),
+        "align": (graph.align, [text]),
     }
     # Traced once each, here. A tf.function handed to `save()` (as
     # `ExportArchive.write_out()` does) is traced a second time in the
     # save context, which doubles the export time of the beam searches.
     signatures = {
         name: tf.function(
-            function, input_signature=input_signatures[name], autograph=False
+            function, input_signature=signature, autograph=False
         ).get_concrete_function()
-        for name, function in functions.items()
+        for name, (function, signature) in functions.items()
     }
     root = tf.Module()
     root.model_variables = list(model.variables)
@@ -345,46 +332,26 @@ def _write_saved_model(run_dir, checkpoint, path, settings):
 class _ServingGraph:
     """The signature functions, for `tf.function` (TF backend only).
 
-    All three signatures call one graph function, `search(source_ids,
-    beam_size, length_penalty)`, that holds one beam search per beam size
-    (shapes are static) and runs the one asked for: traced once, shared.
+    The text side is `text.read_sources` and `text.decode_hypotheses`, as
+    in `Translator`; this class adds the request checks. All three
+    signatures call one graph function, `search(source_ids, beam_size,
+    length_penalty)`, that holds one beam search per beam size (shapes are
+    static) and runs the one asked for: traced once, shared.
     """
 
-    def __init__(
-        self,
-        model,
-        source_tokenizer,
-        target_tokenizer,
-        beam_size,
-        length_penalty,
-        coverage_penalty,
-        max_length,
-        max_source_tokens,
-        max_batch,
-        max_beam_size,
-    ):
-        import tensorflow as tf
-
-        from keras_bahdanau.translator import DEFAULT_RELATIVE_MAX_LENGTH
-
+    def __init__(self, model, source_tokenizer, target_tokenizer, settings):
         self.model = model
         self.source = source_tokenizer
         self.target = target_tokenizer
-        self.beam_size = beam_size
-        self.length_penalty = length_penalty
-        self.coverage_penalty = coverage_penalty
-        self.max_source_tokens = max_source_tokens
-        self.max_batch = max_batch
-        self.max_beam_size = max_beam_size
-        if max_length is None:
-            # As `Translator`: at most `a * Tx + b` tokens; the static
-            # length covers the longest source allowed.
-            a, b = DEFAULT_RELATIVE_MAX_LENGTH
-            self.max_length = int(a * max_source_tokens + b)
-            self.relative_max_length = DEFAULT_RELATIVE_MAX_LENGTH
-        else:
-            self.max_length = max_length
-            self.relative_max_length = None
+        limits = ("max_source_tokens", "max_batch", "max_beam_size")
+        self.max_source_tokens, self.max_batch, self.max_beam_size = (
+            settings[name] for name in limits
+        )
+        search = {k: v for k, v in settings.items() if k not in limits}
+        # The static length covers the longest source allowed.
+        self.config = SearchConfig(**search).for_source_length(
+            self.max_source_tokens
+        )
         self.search = tf.function(
             self._search,
             input_signature=[
@@ -397,12 +364,9 @@ class _ServingGraph:
 
     def translate(self, text):
         source = self._read(text)
-        result = self.search(source["ids"], self.beam_size, self.length_penalty)
-        return self._best(source, result)
+        return self._best(source, self._decode(source, 1))
 
     def translate_n_best(self, text, beam_size, n_best, length_penalty):
-        import tensorflow as tf
-
         checks = [
             _check(
                 (beam_size >= 1) & (beam_size <= self.max_beam_size),
@@ -424,46 +388,25 @@ class _ServingGraph:
         ]
         with tf.control_dependencies(checks):
             source = self._read(text)
-        result = self.search(source["ids"], beam_size, length_penalty)
-        token_ids = result["token_ids"][:, :n_best]  # (batch, n_best, T)
-        shape = tf.shape(token_ids)
-        translations = tf.reshape(
-            self.target.detokenize(tf.reshape(token_ids, [-1, shape[2]])),
-            shape[:2],
-        )  # (batch * n_best, T) -> (batch, n_best)
-        # A sentence not searched (empty, too long) has one hypothesis,
-        # the empty one, scored 0, as `Translator` gives an empty source.
-        searched = (source["length"] > 0)[:, None]  # (batch, 1)
-        first = tf.equal(tf.range(shape[1]), 0)[None, :]  # (1, n_best)
+        decoded = self._decode(source, n_best, beam_size, length_penalty)
         return {
-            "translations": tf.where(searched, translations, ""),
-            "scores": tf.where(
-                searched,
-                _finite(result["scores"][:, :n_best]),
-                tf.where(first, 0.0, LOWEST_SCORE),
-            ),  # (batch, n_best)
+            "translations": decoded["text"],  # (batch, n_best)
+            "scores": _finite(decoded["score"]),  # (batch, n_best)
             "status": source["status"],
         }
 
     def align(self, text):
-        import tensorflow as tf
-
         source = self._read(text)
-        result = self.search(source["ids"], self.beam_size, self.length_penalty)
-        searched = source["length"] > 0  # (batch,)
-        target_length = tf.where(searched, result["lengths"][:, 0], 0)
+        decoded = self._decode(source, 1)
+        target_length = decoded["length"][:, 0]  # (batch,)
         width = tf.reduce_max(tf.concat([target_length, [0]], 0))
-        ids = result["token_ids"][:, 0, :width]  # (batch, T)
         is_target = tf.range(width)[None, :] < target_length[:, None]
-        alignment = result["attention"][:, 0, :width]  # (batch, T, Tx)
-        vocabulary = tf.constant(self.target.get_vocabulary())
+        alignment = decoded["attention"][:, 0, :width]  # (batch, T, Tx)
         return {
-            **self._best(source, result),
+            **self._best(source, decoded),
             "source_tokens": source["tokens"],  # (batch, Tx)
             "source_length": source["length"],
-            "target_tokens": tf.where(
-                is_target, tf.gather(vocabulary, ids), ""
-            ),  # (batch, T)
+            "target_tokens": decoded["tokens"][:, 0, :width],  # (batch, T)
             "target_length": target_length,
             # Weights from a softmax are finite, unless the model itself
             # gives NaN; JSON could not carry that.
@@ -484,8 +427,6 @@ class _ServingGraph:
         costs the search no more than an empty one and leaves the other
         rows as they would be in a request of their own.
         """
-        import tensorflow as tf
-
         check = _check(
             tf.size(text) <= self.max_batch,
             f"At most {self.max_batch} sentences per request (max_batch); "
@@ -493,66 +434,70 @@ class _ServingGraph:
             tf.size(text),
         )
         with tf.control_dependencies([check]):
-            # Invalid UTF-8 would fail the tokenizer's Unicode ops.
-            text = tf.strings.unicode_transcode(
-                text, "UTF-8", "UTF-8", errors="replace"
-            )
-        ids = self.source.tokenize(text)
-        tokens = self.source.tokens(text)
-        length = tf.cast(ids.row_lengths(), tf.int32)  # (batch,)
-        too_long = length > self.max_source_tokens  # (batch,)
-        status = tf.where(
-            too_long,
-            STATUS_TOO_LONG,
-            tf.where(tf.equal(length, 0), STATUS_EMPTY, STATUS_OK),
-        )  # (batch,)
-        length = tf.where(too_long, 0, length)  # What the search reads.
+            text = tf.identity(text)
+        source = read_sources(self.source, text, self.max_source_tokens)
+        too_long = tf.equal(source["status"], STATUS_TOO_LONG)  # (batch,)
+        length = tf.where(too_long, 0, source["length"])  # What is searched.
         # As wide as the longest row searched, so a too-long row cannot
         # widen the batch (`to_tensor` cuts longer rows to this shape),
         # and at least one column: a model cannot encode zero positions.
         width = tf.maximum(tf.reduce_max(length), 1)  # 1 for no sentence
-        shape = tf.stack([ids.nrows(), tf.cast(width, tf.int64)])
+        shape = tf.stack([source["ids"].nrows(), tf.cast(width, tf.int64)])
         searched = (length > 0)[:, None]  # (batch, 1)
         return {
             "ids": tf.where(
-                searched, ids.to_tensor(0, shape=shape), 0
+                searched, source["ids"].to_tensor(0, shape=shape), 0
             ),  # (batch, Tx)
             "tokens": tf.where(
-                searched, tokens.to_tensor("", shape=shape), ""
+                searched, source["tokens"].to_tensor("", shape=shape), ""
             ),  # (batch, Tx)
             "length": length,  # (batch,)
-            "status": status,  # (batch,)
+            "status": source["status"],  # (batch,)
         }
+
+    def _decode(self, source, n_best, beam_size=None, length_penalty=None):
+        """`text.decode_hypotheses` of the search, and its attention."""
+        if beam_size is None:  # The exported search.
+            beam_size = self.config.beam_size
+            length_penalty = self.config.length_penalty
+        result = self.search(source["ids"], beam_size, length_penalty)
+        decoded = decode_hypotheses(
+            self.target, result, source["length"] > 0, n_best
+        )
+        return {**decoded, "attention": result.attention}
 
     def _search(self, source_ids, beam_size, length_penalty):
         """Beam search with a run-time beam size and length penalty.
 
-        Returns the `SearchResult` fields of all `beam_size` hypotheses,
-        padded to `max_beam_size` (empty slots: ids 0, score -inf).
+        Returns the `SearchResult` of all `beam_size` hypotheses, padded
+        to `max_beam_size` (empty slots: ids 0, scores -inf).
         """
-        import tensorflow as tf
 
         def branch(size):
+            def pad(field, value=0):
+                """(batch, size, ...) -> (batch, max_beam_size, ...)."""
+                padding = [[0, 0], [0, self.max_beam_size - size]]
+                padding += [[0, 0]] * (field.shape.rank - 2)
+                return tf.pad(field, padding, constant_values=value)
+
             def search():
-                result = decoding.beam_search(
+                result = beam_search(
                     self.model,
                     source_ids,
-                    beam_size=size,
-                    max_length=self.max_length,
-                    relative_max_length=self.relative_max_length,
-                    length_penalty=length_penalty,  # a request input
-                    coverage_penalty=self.coverage_penalty,
+                    size,
+                    self.config.max_length,
+                    self.config.relative_max_length,
+                    length_penalty,  # a request input
+                    self.config.coverage_penalty,
                     n_best=size,
                 )
-                pad = [[0, 0], [0, self.max_beam_size - size]]
-                return {
-                    "token_ids": tf.pad(result.token_ids, pad + [[0, 0]]),
-                    "scores": tf.pad(
-                        result.scores, pad, constant_values=float("-inf")
-                    ),
-                    "lengths": tf.pad(result.lengths, pad),
-                    "attention": tf.pad(result.attention, pad + [[0, 0]] * 2),
-                }
+                return SearchResult(
+                    token_ids=pad(result.token_ids),
+                    scores=pad(result.scores, float("-inf")),
+                    log_probs=pad(result.log_probs, float("-inf")),
+                    lengths=pad(result.lengths),
+                    attention=pad(result.attention),
+                )
 
             return search
 
@@ -563,21 +508,15 @@ class _ServingGraph:
             [branch(size) for size in range(1, self.max_beam_size + 1)],
         )
 
-    def _best(self, source, result):
-        import tensorflow as tf
-
-        searched = source["length"] > 0  # (batch,)
-        translation = self.target.detokenize(result["token_ids"][:, 0])
+    def _best(self, source, decoded):
         return {
-            "translation": tf.where(searched, translation, ""),
-            "score": tf.where(searched, _finite(result["scores"][:, 0]), 0.0),
+            "translation": decoded["text"][:, 0],
+            "score": _finite(decoded["score"][:, 0]),
             "status": source["status"],
         }
 
 
 def _check(condition, message, value):
-    import tensorflow as tf
-
     return tf.debugging.Assert(condition, [message, value])
 
 
@@ -588,82 +527,7 @@ def _finite(scores):
     values JSON cannot carry: an empty n-best slot, a coverage penalty of
     `log 0` (a source token never attended to), NaN logits.
     """
-    import tensorflow as tf
-
     return tf.where(tf.math.is_finite(scores), scores, LOWEST_SCORE)
-
-
-def _is_int(value):
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-# === The `export` command ===
-
-
-def add_arguments(parser):
-    parser.description = (
-        "Write RUN_DIR's model as a TF Serving SavedModel, "
-        "OUTPUT/<version>/, with text-in/text-out signatures "
-        "(serving_default, translate_n_best, align). Built on the "
-        "TensorFlow backend whatever the current one. See docs/serving.md."
-    )
-    parser.add_argument("run_dir", metavar="RUN_DIR", help="run directory")
-    parser.add_argument(
-        "--output",
-        help="model folder (TF Serving base path; default: "
-        "saved_models/<name of RUN_DIR>)",
-    )
-    parser.add_argument(
-        "--version",
-        type=int,
-        help="version number (default: the highest existing one + 1)",
-    )
-    parser.add_argument(
-        "--overwrite", action="store_true", help="replace an existing version"
-    )
-    from keras_bahdanau.translator import add_decoding_arguments
-
-    add_decoding_arguments(parser)  # --checkpoint, --beam-size, ...
-    parser.add_argument(
-        "--max-source-tokens",
-        type=int,
-        default=100,
-        help="most tokens per sentence (more: status too_long)",
-    )
-    parser.add_argument(
-        "--max-batch",
-        type=int,
-        default=64,
-        help="most sentences per request (more: INVALID_ARGUMENT)",
-    )
-    parser.add_argument(
-        "--max-beam-size",
-        type=int,
-        default=8,
-        help="largest beam_size of translate_n_best",
-    )
-
-
-def run(args):
-    output = args.output or pathlib.Path(
-        "saved_models", pathlib.Path(args.run_dir).resolve().name
-    )
-    path = export_saved_model(
-        args.run_dir,
-        output,
-        version=args.version,
-        checkpoint=args.checkpoint,
-        overwrite=args.overwrite,
-        beam_size=args.beam_size,
-        length_penalty=args.length_penalty,
-        coverage_penalty=args.coverage_penalty,
-        max_length=args.max_length,
-        max_source_tokens=args.max_source_tokens,
-        max_batch=args.max_batch,
-        max_beam_size=args.max_beam_size,
-    )
-    print(path)
-    return 0
 
 
 __all__ = [
@@ -675,4 +539,9 @@ __all__ = [
     "STATUS_OK",
     "STATUS_TOO_LONG",
     "export_saved_model",
+    "main",
+    "write_saved_model",
 ]
+
+if __name__ == "__main__":
+    sys.exit(main())

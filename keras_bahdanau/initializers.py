@@ -47,10 +47,10 @@ def independent(initializer, index=0):
     """A copy of `initializer` that draws values of its own.
 
     Keras initializer instances repeat themselves: an unseeded one draws
-    its seed once, at construction, and every call returns the same stream
-    (keras3-facts, "Initializers"). A layer that builds several weights
-    from one initializer argument (`W_a` and `U_a`, `W` and `C`) must call
-    it through this, or its weights start with equal leading values.
+    its seed once, at construction, and every call returns the same
+    stream. A layer that builds several weights from one initializer
+    argument (`W_a` and `U_a`, `W` and `C`) must call it through this, or
+    its weights start with equal leading values.
 
     Args:
         initializer: a Keras initializer, its name or its config.

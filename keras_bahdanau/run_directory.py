@@ -22,6 +22,7 @@ they hold configs and weights, never code or pickles; one that asks to run
 code (a `Lambda` layer) is refused. See docs/security.md.
 """
 
+import contextlib
 import json
 import os
 import zipfile
@@ -29,6 +30,11 @@ import zlib
 from pathlib import Path
 
 import keras
+
+from keras_bahdanau import __version__
+from keras_bahdanau.data import load_tokenizer
+from keras_bahdanau.validation import check_choice
+from keras_bahdanau.validation import is_int
 
 CONFIG = "config.json"
 SOURCE_VOCABULARY = "source_vocabulary"
@@ -47,8 +53,6 @@ FORMAT_VERSION = 1
 
 def write_config(run_dir, config):
     """Writes the resolved config, stamped with versions, atomically."""
-    from keras_bahdanau import __version__
-
     stamped = {
         **config,
         "format_version": FORMAT_VERSION,
@@ -58,6 +62,41 @@ def write_config(run_dir, config):
     }
     atomic_write_text(Path(run_dir) / CONFIG, json.dumps(stamped, indent=2))
     return stamped
+
+
+def save_run(run_dir, model, source_tokenizer, target_tokenizer, config=None):
+    """Writes a run directory for a model trained by your own script.
+
+    The layout `keras-bahdanau train` writes and everything that reads runs
+    (`Translator.from_run_dir`, `evaluate`, `export_saved_model`, the CLI)
+    reads: both tokenizers, the model as the best and the last checkpoint,
+    and `config.json`.
+
+    Args:
+        run_dir: the folder; created if needed.
+        model: a trained translation model (e.g. an `RNNSearch`).
+        source_tokenizer, target_tokenizer: the model's tokenizers.
+        config: optional dict stored in `config.json` (e.g. the
+            hyperparameters); `data.max_length` there bounds the source
+            length `Translator.from_run_dir` accepts by default.
+
+    Example:
+
+    ```python
+    save_run("runs/mine", model, source_tokenizer, target_tokenizer)
+    export_saved_model("runs/mine", "saved_models/mine")
+    ```
+    """
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    for tokenizer, name in (
+        (source_tokenizer, SOURCE_VOCABULARY),
+        (target_tokenizer, TARGET_VOCABULARY),
+    ):
+        tokenizer.save(run_dir / name)
+    for name in (BEST_MODEL, LAST_MODEL):
+        atomic_write(run_dir / name, model.save)
+    write_config(run_dir, dict(config or {}))
 
 
 class RunDirectoryError(ValueError):
@@ -104,10 +143,8 @@ def read_config(run_dir):
 def _check_format_version(path, config):
     version = config.get("format_version")
     written_by = config.get("keras_bahdanau_version")
-    if _is_int(version) and version == FORMAT_VERSION:
+    if is_int(version) and version == FORMAT_VERSION:
         return
-    from keras_bahdanau import __version__
-
     if version is None:
         raise RunDirectoryError(
             f"{path} has no `format_version`: the run was written by a "
@@ -116,7 +153,7 @@ def _check_format_version(path, config):
             "does not read. Train it again with this version, or use the "
             "version that wrote it."
         )
-    if _is_int(version) and version > FORMAT_VERSION:
+    if is_int(version) and version > FORMAT_VERSION:
         raise RunDirectoryError(
             f"{path} is run format {version}, written by keras_bahdanau "
             f"{written_by or '(unknown version)'}; this keras_bahdanau "
@@ -132,11 +169,7 @@ def _check_format_version(path, config):
 
 
 def model_path(run_dir, checkpoint="best"):
-    if checkpoint not in CHECKPOINTS:
-        raise ValueError(
-            f"`checkpoint` must be one of {CHECKPOINTS}. "
-            f"Received: checkpoint={checkpoint!r}"
-        )
+    check_choice("checkpoint", checkpoint, CHECKPOINTS)
     path = Path(run_dir) / (BEST_MODEL if checkpoint == "best" else LAST_MODEL)
     if not path.is_file():
         raise FileNotFoundError(
@@ -179,7 +212,7 @@ def check_run(run_dir, checkpoint="best"):
     arguments = arguments if isinstance(arguments, dict) else {}
     for side, tokenizer in (("source", source), ("target", target)):
         size = arguments.get(f"{side}_vocabulary_size")
-        if not _is_int(size):
+        if not is_int(size):
             raise RunDirectoryError(
                 f"{path} is not a keras_bahdanau translation model: its "
                 f"config has no `{side}_vocabulary_size`. A run's model "
@@ -322,8 +355,6 @@ def _load_error_message(path, error):
 
 
 def _load_vocabulary(run_dir, name):
-    from keras_bahdanau.data import load_tokenizer
-
     path = Path(run_dir) / name
     if not path.is_dir():
         raise FileNotFoundError(
@@ -361,16 +392,34 @@ def _check_vocabulary_size(run_dir, side, tokenizer, size):
 _VOCABULARIES = {"source": SOURCE_VOCABULARY, "target": TARGET_VOCABULARY}
 
 
-def _is_int(value):
-    return isinstance(value, int) and not isinstance(value, bool)
+def atomic_write(path, write):
+    """Writes a file so that `path` holds either the old file or the new.
+
+    `write(temporary)` writes a temporary file in the same directory (a
+    rename across file systems is not atomic), named `.tmp-NAME` to keep
+    the suffix (`model.save` needs ".keras"); it is synced to disk and
+    renamed over `path`, or removed if anything fails (`OSError` raised,
+    `path` unchanged).
+
+    Example:
+
+    >>> atomic_write("run/best.keras", model.save)
+    """
+    path = Path(path)
+    temporary = path.with_name(f".tmp-{path.name}")
+    try:
+        write(temporary)
+        descriptor = os.open(temporary, os.O_RDONLY)
+        try:
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+        os.replace(temporary, path)
+    finally:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
 
 
 def atomic_write_text(path, text):
-    """Writes `text` to `path` via a temporary file and a rename."""
-    path = Path(path)
-    temporary = path.with_name(f".{path.name}.tmp")
-    with open(temporary, "w", encoding="utf-8") as file:
-        file.write(text)
-        file.flush()
-        os.fsync(file.fileno())
-    os.replace(temporary, path)
+    """Writes `text` (UTF-8) to `path` with `atomic_write`."""
+    atomic_write(path, lambda file: file.write_text(text, encoding="utf-8"))

@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from keras_bahdanau.models.translation_model import PAD_ID
+from keras_bahdanau.reserved import PAD_ID
 
 
 @keras.saving.register_keras_serializable(package="keras_bahdanau")

@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from keras_bahdanau.decoding import SearchConfig
 from keras_bahdanau.translator import Translator
 from tests.run_fixture import PAIRS
 from tests.run_fixture import shared_run_dir
@@ -95,7 +96,7 @@ def test_errors_replace_translates_every_line(
     sentences = ["Das Haus ist klein.", "", "\ufffd\ufffd Haus", ""]
     sentences.append(PAIRS[3][0])
     expected = Translator.from_run_dir(run_dir).translate(
-        sentences, beam_size=2, max_length=10
+        sentences, SearchConfig(beam_size=2, max_length=10)
     )
     output = result.stdout.decode("utf-8")
     assert output == "".join(f"{t.text}\n" for t in expected)

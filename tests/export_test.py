@@ -36,6 +36,7 @@ from keras_bahdanau import run_directory
 from keras_bahdanau.data import SentencePieceTokenizer
 from keras_bahdanau.data import WordPieceTokenizer
 from keras_bahdanau.data import WordTokenizer
+from keras_bahdanau.decoding import SearchConfig
 from keras_bahdanau.models import RNNSearch
 from keras_bahdanau.translator import Translator
 from tests.run_fixture import PAIRS
@@ -299,6 +300,9 @@ DEFAULT_OPTIONS = {
     key: SETTINGS[key]
     for key in ("beam_size", "length_penalty", "coverage_penalty")
 }
+DEFAULT_SEARCH = SearchConfig(**DEFAULT_OPTIONS)
+# The export's limits: `export_saved_model`'s arguments besides `search`.
+LIMITS = {k: v for k, v in SETTINGS.items() if k not in DEFAULT_OPTIONS}
 N_BEST_OPTIONS = {
     "n_best": dict(beam_size=2, n_best=2, length_penalty=0.0),
     "one_beam": dict(beam_size=1, n_best=1, length_penalty=1.0),
@@ -357,7 +361,10 @@ def session(run_dir, pervasive_run_dir, tmp_path_factory):
     def export_both():
         assert cli.main(arguments) == 0
         export.export_saved_model(
-            pervasive_run_dir, result.pervasive_path.parent, **SETTINGS
+            pervasive_run_dir,
+            result.pervasive_path.parent,
+            search=DEFAULT_SEARCH,
+            **LIMITS,
         )
 
     if keras.backend.backend() == "tensorflow":
@@ -410,12 +417,12 @@ def session(run_dir, pervasive_run_dir, tmp_path_factory):
         result.expected = {
             "translate": result.translator.translate(
                 SENTENCES + HOSTILE_TEXTS,
+                DEFAULT_SEARCH,
                 return_attention=True,
-                **DEFAULT_OPTIONS,
             ),
             **{
                 key: result.translator.translate(
-                    SENTENCES, **{**DEFAULT_OPTIONS, **options}
+                    SENTENCES, SearchConfig(**{**DEFAULT_OPTIONS, **options})
                 )
                 for key, options in N_BEST_OPTIONS.items()
             },
@@ -427,7 +434,7 @@ def session(run_dir, pervasive_run_dir, tmp_path_factory):
         target,
         max_source_length=SETTINGS["max_source_tokens"],
         long_sources="error",
-    ).translate(SENTENCES, **DEFAULT_OPTIONS)
+    ).translate(SENTENCES, DEFAULT_SEARCH)
     thread.join()
     if errors:
         raise errors[0]
@@ -993,7 +1000,7 @@ def fake_build(monkeypatch):
         if settings["max_batch"] == 13:  # Stands for an interruption.
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(export, "_write_saved_model", write)
+    monkeypatch.setattr(export, "write_saved_model", write)
     monkeypatch.setattr(
         export, "_write_in_tensorflow_subprocess", lambda build: write(**build)
     )
@@ -1040,9 +1047,18 @@ def test_an_interrupted_export_leaves_no_version(run_dir, tmp_path, fake_build):
         (dict(version="2"), ValueError, "version='2'"),
         (dict(max_batch=0), ValueError, "max_batch=0"),
         (dict(max_source_tokens=1.5), ValueError, "max_source_tokens=1.5"),
-        (dict(beam_size=9), ValueError, "beam_size=9, max_beam_size=8"),
-        (dict(length_penalty=-1.0), ValueError, "length_penalty=-1.0"),
-        (dict(max_length=0), ValueError, "max_length=0"),
+        (
+            dict(search=dict(beam_size=9)),
+            ValueError,
+            "beam_size=9, max_beam_size=8",
+        ),
+        (
+            dict(search=dict(length_penalty=-1.0)),
+            ValueError,
+            "length_penalty=-1.0",
+        ),
+        (dict(search=dict(max_length=0)), ValueError, "max_length=0"),
+        (dict(search=dict(beam_size=2, n_best=2)), ValueError, "n_best=2"),
         (dict(checkpoint="first"), ValueError, "checkpoint='first'"),
     ],
 )
@@ -1050,7 +1066,17 @@ def test_bad_arguments_raise_clear_errors(
     run_dir, tmp_path, fake_build, kwargs, error, message
 ):
     with pytest.raises(error, match=message):
+        if "search" in kwargs:  # SearchConfig checks its own fields.
+            kwargs["search"] = SearchConfig(**kwargs["search"])
         export.export_saved_model(run_dir, tmp_path / "model", **kwargs)
+    assert fake_build == []
+
+
+def test_search_must_be_a_search_config(run_dir, tmp_path, fake_build):
+    with pytest.raises(ValueError, match="search={'beam_size': 2}"):
+        export.export_saved_model(
+            run_dir, tmp_path / "model", search={"beam_size": 2}
+        )
     assert fake_build == []
 
 
@@ -1091,9 +1117,9 @@ def test_a_wordpiece_source_needs_only_tf_text_ops(tmp_path):
     model.save(run_dir / run_directory.BEST_MODEL)
     run_directory.write_config(run_dir, {})
     # Subword pieces: more tokens per sentence than words.
-    settings = {**SETTINGS, "max_source_tokens": 32}
+    settings = {**LIMITS, "max_source_tokens": 32}
     path = export.export_saved_model(
-        run_dir, tmp_path / "wordpiece", **settings
+        run_dir, tmp_path / "wordpiece", search=DEFAULT_SEARCH, **settings
     )
     served = load_and_call(
         path,
@@ -1105,7 +1131,7 @@ def test_a_wordpiece_source_needs_only_tf_text_ops(tmp_path):
     translator = Translator(
         model, source, target, max_source_length=32, long_sources="error"
     )
-    expected = translator.translate(sources + [""], **DEFAULT_OPTIONS)
+    expected = translator.translate(sources + [""], DEFAULT_SEARCH)
     result = served["calls"]["translate"]
     assert result["translation"] == [t.text for t in expected]
 
@@ -1136,9 +1162,9 @@ def test_sentencepiece_runs_are_served_like_translator(tmp_path):
             variable.assign(3.0 * np.random.default_rng(0).normal(size=8))
     model.save(run_dir / run_directory.BEST_MODEL)
     run_directory.write_config(run_dir, {})
-    settings = {**SETTINGS, "max_source_tokens": 32}
+    settings = {**LIMITS, "max_source_tokens": 32}
     path = export.export_saved_model(
-        run_dir, tmp_path / "sentencepiece", **settings
+        run_dir, tmp_path / "sentencepiece", search=DEFAULT_SEARCH, **settings
     )
     texts = sources + ["", "Das  Haus ist klein."]
     served = load_and_call(
@@ -1156,7 +1182,7 @@ def test_sentencepiece_runs_are_served_like_translator(tmp_path):
     translator = Translator(
         model, source, target, max_source_length=32, long_sources="error"
     )
-    expected = translator.translate(texts, **DEFAULT_OPTIONS)
+    expected = translator.translate(texts, DEFAULT_SEARCH)
     result = served["calls"]["translate"]
     assert result["translation"] == [t.text for t in expected]
     np.testing.assert_allclose(
@@ -1191,30 +1217,3 @@ def test_a_refused_model_in_the_subprocess_keeps_its_error(monkeypatch):
     with pytest.raises(run_directory.RunDirectoryError) as caught:
         export._write_in_tensorflow_subprocess({})
     assert str(caught.value) == message
-
-
-def test_command_line_defaults(run_dir, tmp_path, monkeypatch, capsys):
-    calls = []
-
-    def record(run_dir, output, **kwargs):
-        calls.append((run_dir, output, kwargs))
-        return pathlib.Path(output, "1")
-
-    monkeypatch.setattr(export, "export_saved_model", record)
-    monkeypatch.chdir(tmp_path)
-    assert cli.main(["export", str(run_dir)]) == 0
-    ((_, output, kwargs),) = calls
-    assert output == pathlib.Path("saved_models", run_dir.name)
-    assert kwargs == dict(
-        version=None,
-        checkpoint="best",
-        overwrite=False,
-        beam_size=5,
-        length_penalty=0.0,
-        coverage_penalty=0.0,
-        max_length=None,
-        max_source_tokens=100,
-        max_batch=64,
-        max_beam_size=8,
-    )
-    assert capsys.readouterr().out.strip() == str(output / "1")

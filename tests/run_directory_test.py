@@ -302,3 +302,38 @@ def test_a_model_that_is_not_a_translation_model_is_refused(run_dir, tmp_path):
     shutil.copy(sized, run_dir / rd.BEST_MODEL)
     with pytest.raises(rd.RunDirectoryError, match="not a translation model"):
         rd.load_run(run_dir)
+
+
+def test_a_failed_write_leaves_the_file_as_it_was(tmp_path):
+    path = tmp_path / "results.json"
+    rd.atomic_write_text(path, "old")
+
+    def half_then_full(file):
+        file.write_text("ne")
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(OSError, match="No space left"):
+        rd.atomic_write(path, half_then_full)
+    assert path.read_text() == "old"
+    rd.atomic_write_text(path, "new")
+    assert path.read_text() == "new"
+    assert [p.name for p in tmp_path.iterdir()] == ["results.json"]
+
+
+def test_save_run_writes_a_run_that_loads_back(original, tmp_path):
+    model, source, target, _ = rd.load_run(original)
+    rd.save_run(
+        tmp_path / "mine", model, source, target, {"data": {"max_length": 7}}
+    )
+    loaded, loaded_source, loaded_target, config = rd.load_run(
+        tmp_path / "mine", checkpoint="last"
+    )
+    for saved, read in zip(model.weights, loaded.weights, strict=True):
+        np.testing.assert_array_equal(
+            keras.ops.convert_to_numpy(saved), keras.ops.convert_to_numpy(read)
+        )
+    assert loaded_source.get_vocabulary() == source.get_vocabulary()
+    assert loaded_target.get_vocabulary() == target.get_vocabulary()
+    assert config["data"] == {"max_length": 7}
+    assert config["format_version"] == rd.FORMAT_VERSION
+    assert Translator.from_run_dir(tmp_path / "mine").max_source_length == 7

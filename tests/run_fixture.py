@@ -21,10 +21,12 @@ import keras
 import numpy as np
 
 from keras_bahdanau import run_directory
+from keras_bahdanau.config import resolve_config
 from keras_bahdanau.data import build_tokenizer
+from keras_bahdanau.data import make_dataset
 from keras_bahdanau.models import PervasiveAttention
 from keras_bahdanau.models import RNNSearch
-from keras_bahdanau.train import resolve_config
+from keras_bahdanau.training import compile_model
 
 
 def reversal_corpus(directory, sources):
@@ -133,9 +135,6 @@ def build_run_dir(path, fit_epochs=0, seed=0, architecture="rnnsearch"):
                 value = rng.normal(0.0, 0.5, shape)
             variable.assign(value.astype("float32"))
     if fit_epochs:
-        from keras_bahdanau.data import make_dataset
-        from keras_bahdanau.training import compile_model
-
         dataset, _ = make_dataset(
             PAIRS, source, target, batch_size=len(PAIRS), seed=seed
         )

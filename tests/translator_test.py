@@ -1,26 +1,25 @@
-import io
-import sys
+import dataclasses
 import warnings
 
 import numpy as np
 import pytest
 from keras import ops
-from matplotlib import image
 
-from keras_bahdanau import cli
 from keras_bahdanau.data import BOS_ID
 from keras_bahdanau.data import EOS_ID
 from keras_bahdanau.data import UNK_ID
+from keras_bahdanau.decoding import SearchConfig
 from keras_bahdanau.translator import Translation
 from keras_bahdanau.translator import Translator
+from keras_bahdanau.translator import replace_unknown_words
 from tests.run_fixture import MAX_LENGTH
 from tests.run_fixture import PAIRS
 from tests.run_fixture import shared_run_dir
 
 SOURCES = [source for source, _ in PAIRS]
-# One set of search options for most tests: on JAX and TensorFlow each new
-# set (and batch shape) compiles a new program.
-OPTIONS = dict(beam_size=2, n_best=2, max_length=10)
+# One search config for most tests: on JAX and TensorFlow each new one
+# (and batch shape) compiles a new program.
+SEARCH = SearchConfig(beam_size=2, n_best=2, max_length=10)
 
 
 @pytest.fixture(scope="module")
@@ -40,13 +39,11 @@ def source_ids(translator, sentence):
 def test_a_batch_translates_like_single_sentences_in_input_order(translator):
     sentences = SOURCES[3:6]  # Lengths 4, 6, 5: sorting reorders them.
     batched = translator.translate(
-        sentences, batch_size=2, return_attention=True, **OPTIONS
+        sentences, SEARCH, batch_size=2, return_attention=True
     )
     assert len(batched) == len(sentences)
     for sentence, hypotheses in zip(sentences, batched, strict=True):
-        singles = translator.translate(
-            sentence, return_attention=True, **OPTIONS
-        )
+        singles = translator.translate(sentence, SEARCH, return_attention=True)
         assert len(hypotheses) == len(singles) == 2
         for translation, single in zip(hypotheses, singles, strict=True):
             assert isinstance(translation, Translation)
@@ -79,7 +76,7 @@ def test_scores_are_model_log_probs_with_the_length_penalty(
     model, target = translator.model, translator.target_tokenizer
     sentence = SOURCES[4]
     hypotheses = translator.translate(
-        sentence, **{**OPTIONS, "length_penalty": length_penalty}
+        sentence, dataclasses.replace(SEARCH, length_penalty=length_penalty)
     )
     assert len(hypotheses) == 2
     assert hypotheses[0].score >= hypotheses[1].score
@@ -91,7 +88,7 @@ def test_scores_are_model_log_probs_with_the_length_penalty(
         labels = [target.token_to_id(t) for t in hypothesis.target_tokens]
         # Padded to one length for all calls (fewer eager JAX compilations);
         # the decoder is causal, so padding changes no earlier logit.
-        target_ids = np.zeros((1, OPTIONS["max_length"]), "int32")
+        target_ids = np.zeros((1, SEARCH.max_length), "int32")
         target_ids[0, : len(labels)] = [BOS_ID, *labels[:-1]]
         logits = model({"source_ids": source_ids, "target_ids": target_ids})
         log_probs = ops.convert_to_numpy(ops.log_softmax(logits, axis=-1))[0]
@@ -106,7 +103,7 @@ def test_scores_are_model_log_probs_with_the_length_penalty(
 
 def test_empty_sentences_translate_to_empty_strings(translator):
     results = translator.translate(
-        ["", "   ", SOURCES[4]], return_attention=True, **OPTIONS
+        ["", "   ", SOURCES[4]], SEARCH, return_attention=True
     )
     for hypotheses in results[:2]:
         (empty,) = hypotheses  # Only one hypothesis: the empty one.
@@ -132,12 +129,12 @@ def test_long_sentences_are_truncated_with_a_warning(
     # The same translator (and compiled search) with a lower limit.
     monkeypatch.setattr(translator, "max_source_length", 3)
     with pytest.warns(UserWarning, match=r"1 of 2 sentences.*=3 tokens"):
-        long, fine = translator.translate([SOURCES[4], "Das ist"], **OPTIONS)
+        long, fine = translator.translate([SOURCES[4], "Das ist"], SEARCH)
     assert long[0].source_tokens == ["Der", "Hund", "schläft"]
     assert fine[0].source_tokens == ["Das", "ist"]
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
-        truncated = translator.translate("Der Hund schläft", **OPTIONS)
+        truncated = translator.translate("Der Hund schläft", SEARCH)
     assert [t.text for t in long] == [t.text for t in truncated]
 
 
@@ -152,9 +149,9 @@ def test_long_sentences_can_be_refused_instead(translator, monkeypatch):
             match=r"1 of 3 sentences have more than max_source_length=3 "
             r"tokens \(the longest has 6; sentence indices \[1\]\)\. Split",
         ):
-            translator.translate(["Das ist", SOURCES[4], ""], **OPTIONS)
+            translator.translate(["Das ist", SOURCES[4], ""], SEARCH)
         # At the limit: translated in full, like the truncating default.
-        at_limit = translator.translate("Der Hund schläft", **OPTIONS)[0]
+        at_limit = translator.translate("Der Hund schläft", SEARCH)[0]
     assert at_limit.source_tokens == ["Der", "Hund", "schläft"]
 
 
@@ -168,14 +165,14 @@ def test_replace_unknown_copies_the_most_attended_source_words(translator):
     bias.assign(original + shift)
     try:
         sentence = "Das Haus ist rot."  # "rot" is not in the vocabulary.
-        plain = translator.translate(sentence, **OPTIONS)[0]
+        plain = translator.translate(sentence, SEARCH)[0]
         dictionary = {"Haus": "house", "rot": "red"}
         replaced = translator.translate(
             sentence,
+            SEARCH,
             replace_unknown=True,
             dictionary=dictionary,
             return_attention=True,
-            **OPTIONS,
         )[0]
     finally:
         bias.assign(original)
@@ -193,15 +190,23 @@ def test_replace_unknown_copies_the_most_attended_source_words(translator):
     [
         (dict(sentences=[1]), "element 1"),
         (dict(batch_size=0), "batch_size=0"),
-        (dict(max_length=0), "max_length=0"),
-        (dict(beam_size=2, n_best=3), "n_best=3"),
-        (dict(length_penalty=-1.0), "length_penalty=-1.0"),
+        (dict(search=dict(max_length=0)), "max_length=0"),
+        (dict(search=dict(beam_size=2, n_best=3)), "n_best=3"),
+        (dict(search=dict(length_penalty=-1.0)), "length_penalty=-1.0"),
     ],
 )
 def test_bad_arguments_raise_clear_errors(translator, kwargs, message):
     kwargs = {"sentences": ["Das ist gut."], **kwargs}
     with pytest.raises(ValueError, match=message):
+        # Search options are checked by SearchConfig, before any search.
+        if "search" in kwargs:
+            kwargs["search"] = SearchConfig(**kwargs["search"])
         translator.translate(**kwargs)
+
+
+def test_search_must_be_a_search_config(translator):
+    with pytest.raises(ValueError, match="search={'beam_size': 2}"):
+        translator.translate("Das ist gut.", {"beam_size": 2})
 
 
 def test_bad_constructor_arguments_raise_clear_errors(translator):
@@ -217,66 +222,31 @@ def test_bad_constructor_arguments_raise_clear_errors(translator):
         Translator(model, target, source)
 
 
-def test_translate_command_reads_stdin_and_writes_n_best_lists(
-    run_dir, translator, monkeypatch, capsys
-):
-    sentences = [SOURCES[0], "", SOURCES[3]]
-    stdin = io.BytesIO("\n".join(sentences).encode("utf-8"))
-    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(stdin, "utf-8"))
-    arguments = ["translate", str(run_dir), "--beam-size", "2"]
-    arguments += ["--n-best", "2", "--max-length", "10"]
-    assert cli.main(arguments) == 0
-    expected = translator.translate(sentences, **OPTIONS)
-    assert capsys.readouterr().out.splitlines() == [
-        f"{i} ||| {hypothesis.text} ||| {hypothesis.score:.6f}"
-        for i, hypotheses in enumerate(expected)
-        for hypothesis in hypotheses
-    ]
+def test_replace_unknown_words():
+    attention = np.array(
+        [[0.7, 0.2, 0.1, 0.0], [0.1, 0.1, 0.8, 0.0], [0.0, 0.9, 0.1, 0.0]]
+    )  # One padding column.
+    source = ["the", "cat", "Zurich"]
+    assert replace_unknown_words(
+        ["le", "[UNK]", "[UNK]"], source, attention
+    ) == ["le", "Zurich", "cat"]
+    assert replace_unknown_words(
+        ["le", "[UNK]", "<unk>"],
+        source,
+        attention,
+        dictionary={"Zurich": "Zurich-FR", "the": "le"},
+        unk="<unk>",
+    ) == ["le", "[UNK]", "cat"]
+    assert replace_unknown_words(
+        ["[UNK]"], source, attention, dictionary={"the": "le"}
+    ) == ["le"]
+    assert replace_unknown_words(["a", "b"], source, attention) == ["a", "b"]
+    result = replace_unknown_words(["le", "[UNK]"], source, attention)
+    assert result == ["le", "Zurich"]
 
 
-def test_translate_command_reads_and_writes_files(
-    run_dir, translator, tmp_path
-):
-    (tmp_path / "input.de").write_text(f"{SOURCES[0]}\n\n", encoding="utf-8")
-    arguments = ["--input", str(tmp_path / "input.de")]
-    arguments += ["--output", str(tmp_path / "output.en")]
-    arguments += ["--beam-size", "2", "--max-length", "10"]
-    assert cli.main(["translate", str(run_dir), *arguments]) == 0
-    expected = translator.translate(SOURCES[0], **OPTIONS)[0].text
-    assert (tmp_path / "output.en").read_text("utf-8") == f"{expected}\n\n"
-
-
-def test_translate_command_refuses_invalid_utf8_before_loading_the_model(
-    run_dir, tmp_path, monkeypatch, capsys
-):
-    def load(*args, **kwargs):
-        raise AssertionError("The model was loaded before the input.")
-
-    monkeypatch.setattr(Translator, "from_run_dir", load)
-    path = tmp_path / "input.de"
-    path.write_bytes(SOURCES[0].encode() + b"\n\nDas ist \xc3(\n")
-    arguments = ["translate", str(run_dir), "--input", str(path)]
-    assert cli.main(arguments) == 2
-    assert capsys.readouterr().err.splitlines() == [
-        f"keras-bahdanau translate: {str(path)!r}, line 3: invalid UTF-8 "
-        "(invalid continuation byte at byte 8 of the line). Fix the input, "
-        "or pass --errors replace to read undecodable bytes as U+FFFD."
-    ]
-
-
-def test_plot_attention_command_draws_one_figure_per_sentence(
-    run_dir, translator, tmp_path
-):
-    arguments = ["plot-attention", str(run_dir), "--beam-size", "2"]
-    arguments += ["--max-length", "10", "--dpi", "40"]
-    arguments += ["--sentence", SOURCES[3], "--sentence", ""]
-    arguments += ["--output-dir", str(tmp_path)]
-    with pytest.warns(UserWarning, match="Sentence 2 is empty"):
-        assert cli.main(arguments) == 0
-    assert [path.name for path in tmp_path.iterdir()] == ["attention_001.png"]
-    expected = translator.translate(SOURCES[3], **OPTIONS)[0]
-    rows, columns = len(expected.target_tokens), len(expected.source_tokens)
-    # plot_attention's default size: 1.5 inch + 0.35 inch per word.
-    height, width = (round((1.5 + 0.35 * n) * 40) for n in (rows, columns))
-    png = image.imread(tmp_path / "attention_001.png")
-    assert png.shape[:2] == (height, width)
+def test_replace_unknown_words_checks_the_attention_shape():
+    with pytest.raises(ValueError, match=r"attention.shape=\(2, 2\)"):
+        replace_unknown_words(["[UNK]"], ["a", "b", "c"], np.ones((2, 2)))
+    with pytest.raises(ValueError, match=r"attention.shape=\(1, 3\)"):
+        replace_unknown_words(["a", "[UNK]"], ["a", "b", "c"], np.ones((1, 3)))

@@ -24,6 +24,7 @@ import zipfile
 
 from keras_bahdanau.data.corpora import SPLITS
 from keras_bahdanau.data.corpora import cache_dir
+from keras_bahdanau.validation import check_choice
 
 # The translations of the database that are in the public domain, by their
 # `bbName`. The others (King James 2000, Reina Valera 1989, Nuova Diodati
@@ -385,10 +386,7 @@ def bible(split="train", source="4", target="l", path=None, cache=None):
         the Bible in Basic English (published in the US in 1965 without a
         copyright notice).
     """
-    if split not in SPLITS:
-        raise ValueError(
-            f"`split` must be one of {SPLITS}. Received: split={split!r}"
-        )
+    check_choice("split", split, SPLITS)
     _check_translation("source", source)
     _check_translation("target", target)
     path = pathlib.Path(path) if path is not None else bible_file(cache)

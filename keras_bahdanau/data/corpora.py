@@ -11,7 +11,8 @@ Two kinds of corpora:
   or gzipped.
 
 `split_pairs()` gives any corpus the deterministic train/dev/test split that
-`ding_de_en()` uses.
+`ding_de_en()` uses. `read_lines()` is the package's one reader of text
+lines, also of the commands' input files and stdin.
 """
 
 import functools
@@ -22,8 +23,12 @@ import pathlib
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import warnings
+
+from keras_bahdanau.validation import InputError
+from keras_bahdanau.validation import check_choice
 
 # The dictionary file inside the package; installed at "/" + this.
 _DING_PACKAGE_FILE = "usr/share/trans/de-en"
@@ -31,6 +36,7 @@ DING_INSTALLED_PATH = pathlib.Path("/") / _DING_PACKAGE_FILE
 DING_DEV_FRACTION = 0.05
 DING_TEST_FRACTION = 0.05
 SPLITS = ("train", "dev", "test")
+INPUT_ERRORS = ("strict", "replace")
 
 _INSTALL_HINT = (
     "Install the Debian/Ubuntu package with `sudo apt-get install "
@@ -188,7 +194,7 @@ def _is_sentence(text):
 
 @functools.lru_cache(maxsize=4)
 def _ding_splits(path):
-    pairs = parse_ding(_read_lines(path, "strict"))
+    pairs = parse_ding(read_lines(path))
     return {
         name: tuple(split)
         for name, split in split_pairs(
@@ -227,10 +233,7 @@ def ding_de_en(split="train", path=None, cache=None):
     ('Ich habe am ursprünglichen Entwurf ein paar Änderungen vorgenommen.',
      "I've made one or two modifications to the original design.")
     """
-    if split not in SPLITS:
-        raise ValueError(
-            f"`split` must be one of {SPLITS}. Received: split={split!r}"
-        )
+    check_choice("split", split, SPLITS)
     path = pathlib.Path(path) if path is not None else ding_file(cache)
     return list(_ding_splits(path.resolve())[split])
 
@@ -292,15 +295,15 @@ def read_parallel_files(source_path, target_path, errors="strict"):
         side is empty are skipped with a warning that counts them.
 
     Raises:
-        ValueError: if the files have different numbers of lines, a line is
-            not valid UTF-8, or no pair is left.
+        ValueError: if the files have different numbers of lines, a file
+            cannot be read or is not UTF-8 (`InputError`), or no pair is left.
 
     Example:
 
     >>> pairs = read_parallel_files("train.de.gz", "train.en.gz")
     """
-    sources = list(_read_lines(source_path, errors))
-    targets = list(_read_lines(target_path, errors))
+    sources = read_lines(source_path, errors)
+    targets = read_lines(target_path, errors)
     if len(sources) != len(targets):
         raise ValueError(
             "Parallel files must have the same number of lines. Received: "
@@ -334,8 +337,8 @@ def read_tsv(path, columns=(0, 1), errors="strict"):
         field is empty are skipped with a warning that counts them.
 
     Raises:
-        ValueError: if a line has too few fields, a line is not valid
-            UTF-8, or no pair is left.
+        ValueError: if a line has too few fields, the file cannot be read
+            or is not UTF-8 (`InputError`), or no pair is left.
 
     Example:
 
@@ -345,8 +348,8 @@ def read_tsv(path, columns=(0, 1), errors="strict"):
     needed = max(source_column, target_column) + 1
 
     def lines():
-        for number, line in enumerate(_read_lines(path, errors), 1):
-            fields = line.rstrip("\r\n").split("\t")
+        for number, line in enumerate(read_lines(path, errors), 1):
+            fields = line.split("\t")
             if len(fields) < needed:
                 raise ValueError(
                     f"{str(path)!r}, line {number}: expected at least "
@@ -380,29 +383,53 @@ def _pairs_from_lines(lines, name):
     return pairs
 
 
-def _read_lines(path, errors):
-    """Yields the lines of a plain or gzipped UTF-8 file, decoded."""
-    if errors not in ("strict", "replace"):
-        raise ValueError(
-            f"`errors` must be 'strict' or 'replace'. Received: errors="
-            f"{errors!r}"
-        )
-    with open(path, "rb") as file:
-        gzipped = file.read(2) == b"\x1f\x8b"
-    opener = gzip.open if gzipped else open
-    # Lines are split on b"\n" only: str.splitlines() would also split on
-    # U+2028 and friends inside sentences and break the alignment.
-    with opener(path, "rb") as file:
-        for number, raw in enumerate(file, 1):
-            try:
-                line = raw.decode("utf-8", errors=errors)
-            except UnicodeDecodeError as error:
-                raise ValueError(
-                    f"{str(path)!r}, line {number}: invalid UTF-8 "
-                    f"({error.reason} at byte {error.start} of the line). "
-                    "Fix the file, or pass errors='replace' to replace "
-                    "undecodable bytes with U+FFFD."
-                ) from None
-            if number == 1:
-                line = line.removeprefix("\ufeff")  # Byte order mark.
-            yield line.rstrip("\r\n")
+def read_lines(path, errors="strict"):
+    r"""The lines of a UTF-8 text file, plain or gzipped, or of stdin.
+
+    Lines end at `"\n"` only (`str.splitlines()` would also split at
+    U+2028 inside sentences); a `"\r"` before it, a byte order mark and
+    the last line end are dropped, empty lines kept. Gzip is detected from
+    the content.
+
+    Args:
+        path: the file, or None for stdin.
+        errors: `"strict"` (a line that is not UTF-8 is an error) or
+            `"replace"` (its undecodable bytes become U+FFFD).
+
+    Returns:
+        A list of str, one per line.
+
+    Raises:
+        InputError: the file cannot be read, or a line is not UTF-8 (the
+            message names the file, or `<stdin>`, and the 1-based line).
+    """
+    check_choice("errors", errors, INPUT_ERRORS)
+    name = "<stdin>" if path is None else repr(str(path))
+    try:
+        if path is None:
+            data = sys.stdin.buffer.read()
+        else:
+            data = pathlib.Path(path).read_bytes()
+        if data[:2] == b"\x1f\x8b":
+            data = gzip.decompress(data)
+    except (OSError, EOFError) as error:  # EOFError: a truncated gzip.
+        raise InputError(
+            f"{name}: {getattr(error, 'strerror', None) or error}"
+        ) from None
+    try:
+        text = data.decode("utf-8", errors=errors)
+    except UnicodeDecodeError as error:
+        start = data.rfind(b"\n", 0, error.start) + 1  # Of its line.
+        number = data.count(b"\n", 0, start) + 1
+        # Worded for the commands, whose output tests pin; in Python the
+        # flag is this function's `errors` argument.
+        raise InputError(
+            f"{name}, line {number}: invalid UTF-8 ({error.reason} at byte "
+            f"{error.start - start} of the line). Fix the input, or pass "
+            "--errors replace to read undecodable bytes as U+FFFD."
+        ) from None
+    # No multi-byte UTF-8 character holds b"\n": the lines are the same.
+    lines = text.removeprefix("\ufeff").split("\n")  # Byte order mark.
+    if lines[-1] == "":  # What follows the last line end.
+        lines.pop()
+    return [line.removesuffix("\r") for line in lines]

@@ -10,10 +10,11 @@ import warnings
 import numpy as np
 import tensorflow as tf
 
-from keras_bahdanau.data.vocabulary import BOS_ID
-from keras_bahdanau.data.vocabulary import EOS_ID
-from keras_bahdanau.data.vocabulary import PAD_ID
-from keras_bahdanau.data.vocabulary import UNK_ID
+from keras_bahdanau.reserved import BOS_ID
+from keras_bahdanau.reserved import EOS_ID
+from keras_bahdanau.reserved import PAD_ID
+from keras_bahdanau.reserved import UNK_ID
+from keras_bahdanau.validation import check_int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,21 +123,9 @@ def make_dataset(
     pairs = list(pairs)
     if not pairs:
         raise ValueError("`pairs` is empty: a dataset needs sentence pairs.")
-    for name, value in (
-        ("batch_size", batch_size),
-        ("bucket_width", bucket_width),
-    ):
-        if not (isinstance(value, int) and value > 0):
-            raise ValueError(
-                f"`{name}` must be a positive int. Received: {name}={value!r}"
-            )
-    if max_length is not None and not (
-        isinstance(max_length, int) and max_length > 0
-    ):
-        raise ValueError(
-            "`max_length` must be a positive int or None. Received: "
-            f"max_length={max_length!r}"
-        )
+    check_int("batch_size", batch_size)
+    check_int("bucket_width", bucket_width)
+    check_int("max_length", max_length, allow_none=True)
 
     sources = source_tokenizer.tokenize([source for source, _ in pairs])
     targets = target_tokenizer.tokenize([target for _, target in pairs])

@@ -38,16 +38,15 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bahdanau.models.translation_model import BOS_ID
-from keras_bahdanau.models.translation_model import EOS_ID
-from keras_bahdanau.models.translation_model import PAD_ID
-from keras_bahdanau.models.translation_model import UNK_ID
-
-PAD = "[PAD]"
-UNK = "[UNK]"
-BOS = "[BOS]"
-EOS = "[EOS]"
-RESERVED_TOKENS = (PAD, UNK, BOS, EOS)
+from keras_bahdanau.reserved import BOS
+from keras_bahdanau.reserved import BOS_ID
+from keras_bahdanau.reserved import EOS
+from keras_bahdanau.reserved import EOS_ID
+from keras_bahdanau.reserved import PAD
+from keras_bahdanau.reserved import PAD_ID
+from keras_bahdanau.reserved import RESERVED_TOKENS
+from keras_bahdanau.reserved import UNK
+from keras_bahdanau.reserved import UNK_ID
 
 VOCABULARY_FILE = "vocabulary.txt"
 CONFIG_FILE = "tokenizer.json"

@@ -4,6 +4,7 @@ from keras import ops
 from keras_bahdanau.initializers import BlockOrthogonal
 from keras_bahdanau.initializers import independent
 from keras_bahdanau.layers.additive_attention import AdditiveAttention
+from keras_bahdanau.validation import check_int
 
 
 @keras.saving.register_keras_serializable(package="keras_bahdanau")
@@ -89,12 +90,8 @@ class AttentionGRUCell(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        for name, value in (("units", units), ("context_dim", context_dim)):
-            if not isinstance(value, int) or value <= 0:
-                raise ValueError(
-                    f"`{name}` must be a positive integer. "
-                    f"Received: {name}={value}"
-                )
+        check_int("units", units)
+        check_int("context_dim", context_dim)
         self.units = units
         self.context_dim = context_dim
         self.attention_units = attention_units or units

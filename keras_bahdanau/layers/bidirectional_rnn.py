@@ -73,8 +73,7 @@ class BidirectionalRNN(keras.layers.Layer):
 
     Reference:
         M. Schuster and K. K. Paliwal, "Bidirectional Recurrent Neural
-        Networks", IEEE Trans. Signal Processing 45(11), 1997 (Definition
-        in `shared/seeds/brnn.ja.txt`).
+        Networks", IEEE Trans. Signal Processing 45(11), 1997, §3.
     """
 
     def __init__(

@@ -1,6 +1,8 @@
 import keras
 from keras import ops
 
+from keras_bahdanau.validation import check_int
+
 
 @keras.saving.register_keras_serializable(package="keras_bahdanau")
 class ReversibleEmbedding(keras.layers.Layer):
@@ -49,19 +51,8 @@ class ReversibleEmbedding(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        for name, value in (
-            ("input_dim", input_dim),
-            ("output_dim", output_dim),
-        ):
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, int)
-                or value < 1
-            ):
-                raise ValueError(
-                    f"`{name}` must be a positive integer. Received: "
-                    f"{name}={value!r}"
-                )
+        check_int("input_dim", input_dim)
+        check_int("output_dim", output_dim)
         self.input_dim = input_dim
         self.output_dim = output_dim
         self.embeddings_initializer = keras.initializers.get(

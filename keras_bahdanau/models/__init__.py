@@ -1,3 +1,4 @@
+from keras_bahdanau.models.factory import build_model
 from keras_bahdanau.models.pervasive_attention import PervasiveAttention
 from keras_bahdanau.models.rnn_enc_dec import RNNEncDec
 from keras_bahdanau.models.rnn_search import RNNSearch

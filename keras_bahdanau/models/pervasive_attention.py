@@ -2,7 +2,7 @@
 
 Elbayad, Besacier and Verbeek, "Pervasive Attention: 2D Convolutional
 Neural Networks for Sequence-to-Sequence Prediction", CoNLL 2018
-(arXiv:1808.03867). Seed notes: `shared/seeds/pervasive_attention_2018.ja.txt`.
+(arXiv:1808.03867).
 """
 
 import types
@@ -13,10 +13,12 @@ from keras import ops
 from keras_bahdanau.models.pervasive_attention_presets import (
     PERVASIVE_ATTENTION_PRESETS,
 )
-from keras_bahdanau.models.translation_model import PAD_ID
 from keras_bahdanau.models.translation_model import TranslationModel
-from keras_bahdanau.models.translation_model import check_positive_int
+from keras_bahdanau.models.translation_model import check_rate
 from keras_bahdanau.models.translation_model import check_vocabulary_size
+from keras_bahdanau.reserved import PAD_ID
+from keras_bahdanau.validation import check_choice
+from keras_bahdanau.validation import check_int
 
 ACTIVATIONS = ("relu", "glu")
 POOLINGS = ("max", "average", "attention", "max+attention", "average+attention")
@@ -160,36 +162,20 @@ class PervasiveAttention(TranslationModel):
     ):
         check_vocabulary_size("source_vocabulary_size", source_vocabulary_size)
         check_vocabulary_size("target_vocabulary_size", target_vocabulary_size)
-        check_positive_int("source_embedding_dim", source_embedding_dim)
-        check_positive_int("target_embedding_dim", target_embedding_dim)
-        check_positive_int("growth_rate", growth_rate)
-        check_positive_int("num_layers", num_layers)
-        check_positive_int("kernel_size", kernel_size)
-        check_positive_int("bottleneck_factor", bottleneck_factor)
+        check_int("source_embedding_dim", source_embedding_dim)
+        check_int("target_embedding_dim", target_embedding_dim)
+        check_int("growth_rate", growth_rate)
+        check_int("num_layers", num_layers)
+        check_int("kernel_size", kernel_size)
+        check_int("bottleneck_factor", bottleneck_factor)
         if kernel_size % 2 == 0:
             raise ValueError(
                 "`kernel_size` must be odd so that the kernel is centred on "
                 f"each source position. Received: kernel_size={kernel_size}"
             )
-        if activation not in ACTIVATIONS:
-            raise ValueError(
-                f"`activation` must be one of {ACTIVATIONS}. "
-                f"Received: activation={activation!r}"
-            )
-        if pooling not in POOLINGS:
-            raise ValueError(
-                f"`pooling` must be one of {POOLINGS}. "
-                f"Received: pooling={pooling!r}"
-            )
-        if (
-            isinstance(dropout, bool)
-            or not isinstance(dropout, (int, float))
-            or not 0 <= dropout < 1
-        ):
-            raise ValueError(
-                f"`dropout` must be a float in [0, 1). Received: "
-                f"dropout={dropout!r}"
-            )
+        check_choice("activation", activation, ACTIVATIONS)
+        check_choice("pooling", pooling, POOLINGS)
+        check_rate("dropout", dropout)
         input_channels = source_embedding_dim + target_embedding_dim
         if activation == "glu" and (input_channels % 2 or growth_rate % 2):
             # A GLU halves the channels, so every activation input
@@ -248,20 +234,12 @@ class PervasiveAttention(TranslationModel):
         )
 
         # === Functional Model ===
-        source_ids = keras.Input(
-            shape=(None,), dtype="int32", name="source_ids"
+        inputs = self._inputs()
+        features, source_mask = self._features(
+            layers, inputs["source_ids"], inputs["target_ids"]
         )
-        target_ids = keras.Input(
-            shape=(None,), dtype="int32", name="target_ids"
-        )
-        features, source_mask = self._features(layers, source_ids, target_ids)
         logits = self._logits(layers, features, source_mask)
-        super().__init__(
-            inputs={"source_ids": source_ids, "target_ids": target_ids},
-            outputs=logits,
-            dtype=dtype,
-            **kwargs,
-        )
+        super().__init__(inputs=inputs, outputs=logits, dtype=dtype, **kwargs)
         for name, layer in vars(layers).items():
             setattr(self, name, layer)
 
@@ -693,11 +671,7 @@ class SourcePooling(keras.layers.Layer):
 
     def __init__(self, pooling="max", **kwargs):
         super().__init__(**kwargs)
-        if pooling not in POOLINGS:
-            raise ValueError(
-                f"`pooling` must be one of {POOLINGS}. "
-                f"Received: pooling={pooling!r}"
-            )
+        check_choice("pooling", pooling, POOLINGS)
         self.pooling = pooling
         self.attention_score = None
         if "attention" in pooling:

@@ -6,16 +6,13 @@ from keras import ops
 from keras_bahdanau.initializers import BlockOrthogonal
 from keras_bahdanau.initializers import paper_initializers
 from keras_bahdanau.layers.attention_decoder import AttentionDecoder
-from keras_bahdanau.layers.maxout_dense import MaxoutDense
-from keras_bahdanau.layers.reversible_embedding import ReversibleEmbedding
 from keras_bahdanau.models.rnn_search_presets import RNN_SEARCH_PRESETS
-from keras_bahdanau.models.translation_model import TranslationModel
-from keras_bahdanau.models.translation_model import check_positive_int
-from keras_bahdanau.models.translation_model import check_rnn_arguments
+from keras_bahdanau.models.translation_model import RNNTranslationModel
+from keras_bahdanau.validation import check_int
 
 
 @keras.saving.register_keras_serializable(package="keras_bahdanau")
-class RNNSearch(TranslationModel):
+class RNNSearch(RNNTranslationModel):
     """RNNsearch: the attention-based encoder-decoder of Bahdanau et al.
 
     Encoder (A.2.1): one source embedding `E-bar` shared by a forward and a
@@ -91,10 +88,16 @@ class RNNSearch(TranslationModel):
 
     Reference:
         Bahdanau, Cho, Bengio. Neural Machine Translation by Jointly Learning
-        to Align and Translate. ICLR 2015. Appendix A.1.2, A.2.1, A.2.2, B.1.
+        to Align and Translate. ICLR 2015, arXiv:1409.0473. Appendix
+        A.1.2, A.2.1, A.2.2 (the readout: see `RNNTranslationModel`), B.1.
     """
 
     presets = RNN_SEARCH_PRESETS
+    config_keys = (
+        *RNNTranslationModel.config_keys,
+        "attention_dim",
+        "reset_after",
+    )
 
     def __init__(
         self,
@@ -116,40 +119,16 @@ class RNNSearch(TranslationModel):
         dtype=None,
         **kwargs,
     ):
-        regularization = dict(
-            dropout=dropout,
-            embedding_dropout=embedding_dropout,
-            word_dropout=word_dropout,
-            hidden_dropout=hidden_dropout,
-            recurrent_dropout=recurrent_dropout,
-            tie_embeddings=tie_embeddings,
-        )
-        check_rnn_arguments(
-            source_vocabulary_size,
-            target_vocabulary_size,
-            embedding_dim,
-            hidden_dim,
-            maxout_dim,
-            readout_state,
-            **regularization,
-        )
-        if attention_dim is not None:
-            check_positive_int("attention_dim", attention_dim)
+        config = self._check_arguments(locals())
+        check_int("attention_dim", attention_dim, allow_none=True)
         init = paper_initializers(initialization)
         n = hidden_dim
-        # Layers are attached to `self` after `super().__init__()` (the torch
-        # backend forbids sub-modules before it), so the graph is built from
-        # this namespace; the helpers below take either it or `self`.
+        # The graph is built from this namespace, then the layers are
+        # attached to `self` (see `RNNTranslationModel`).
         layers = types.SimpleNamespace()
 
         # === Layers ===
-        layers.source_embedding = keras.layers.Embedding(
-            source_vocabulary_size,
-            embedding_dim,
-            embeddings_initializer=init["embedding"],
-            dtype=dtype,
-            name="source_embedding",
-        )
+        layers.source_embedding = self._embedding("source", config, init)
         layers.encoder = keras.layers.Bidirectional(
             keras.layers.GRU(
                 n,
@@ -172,9 +151,7 @@ class RNNSearch(TranslationModel):
             dtype=dtype,
             name="initial_state_projection",  # W_s
         )
-        layers.target_embedding = target_embedding(
-            target_vocabulary_size, embedding_dim, init, dtype, tie_embeddings
-        )
+        layers.target_embedding = self._embedding("target", config, init)
         layers.decoder = AttentionDecoder(
             n,
             context_dim=2 * n,
@@ -184,73 +161,36 @@ class RNNSearch(TranslationModel):
             dtype=dtype,
             name="decoder",
         )
-        layers.maxout = MaxoutDense(
-            maxout_dim,
-            num_pieces=2,
-            kernel_initializer=init["kernel"],
-            dtype=dtype,
-            name="maxout",  # [U_o, V_o, C_o]
-        )
-        add_dropout_layers(layers, dtype, **regularization)
-        layers.output_projection = output_projection(
-            target_vocabulary_size, init, tie_embeddings
-        )
+        self._add_readout_layers(layers, config, init)
 
         # === Functional Model ===
-        source_ids = keras.Input((None,), dtype="int32", name="source_ids")
-        target_ids = keras.Input((None,), dtype="int32", name="target_ids")
-        source_mask = ops.not_equal(source_ids, 0)
+        inputs = self._inputs()
+        source_mask = ops.not_equal(inputs["source_ids"], 0)
         annotations, initial_state = self._encode(
-            layers, source_ids, source_mask
+            layers, inputs["source_ids"], source_mask
         )
         annotations = layers.hidden_dropout(annotations)
-        target_embedded = embed(layers, layers.target_embedding, target_ids)
+        target_embedded = self._embed(
+            layers, layers.target_embedding, inputs["target_ids"]
+        )
         # (b, Ty, m) -> (b, Ty, n + 2n): [s_i; c_i] for every step.
         decoder_outputs = layers.decoder(
             target_embedded, annotations, initial_state, source_mask
         )
-        states = decoder_outputs[:, :, :n]  # s_1 .. s_Ty
-        contexts = decoder_outputs[:, :, n:]  # c_1 .. c_Ty
-        if readout_state == "previous":
-            # s_0 .. s_{Ty-1}: shift the states right by one step.
-            states = ops.concatenate(
-                [ops.expand_dims(initial_state, 1), states[:, :-1]], axis=1
-            )
-        states = layers.hidden_dropout(states)
-        logits = readout(layers, states, target_embedded, contexts)
-        super().__init__(
-            inputs={"source_ids": source_ids, "target_ids": target_ids},
-            outputs=logits,
-            **kwargs,
+        logits = self._teacher_forced_readout(
+            layers,
+            config,
+            initial_state,
+            decoder_outputs[:, :, :n],  # s_1 .. s_Ty
+            target_embedded,
+            decoder_outputs[:, :, n:],  # c_1 .. c_Ty
         )
+        super().__init__(layers, inputs, logits, config, **kwargs)
 
-        for name, layer in vars(layers).items():
-            setattr(self, name, layer)
-
-        # === Config ===
-        self.source_vocabulary_size = source_vocabulary_size
-        self.target_vocabulary_size = target_vocabulary_size
-        self.embedding_dim = embedding_dim
-        self.hidden_dim = hidden_dim
-        self.maxout_dim = maxout_dim
-        self.attention_dim = attention_dim
-        self.reset_after = reset_after
-        self.readout_state = readout_state
-        # Not attributes of their own: the dropout layers have their names.
-        self.regularization = regularization
-        self.initialization = initialization
-        # What the layers were built with, for get_config: the functional
-        # model's own policy is the global one.
-        self.layer_dtype = (
-            keras.dtype_policies.serialize(keras.dtype_policies.get(dtype))
-            if dtype is not None
-            else None
-        )
-
-    @staticmethod
-    def _encode(layers, source_ids, source_mask):
+    @classmethod
+    def _encode(cls, layers, source_ids, source_mask):
         """Annotations `h_j` (batch, Tx, 2n) and `s_0` (batch, n)."""
-        embedded = embed(layers, layers.source_embedding, source_ids)
+        embedded = cls._embed(layers, layers.source_embedding, source_ids)
         annotations, _, backward_state = layers.encoder(
             embedded, mask=source_mask
         )
@@ -290,92 +230,10 @@ class RNNSearch(TranslationModel):
             `alpha_i` `(batch, Tx)`, and the cache holding `s_i`.
         """
         embedded = self.target_embedding(previous_ids)  # (b,) -> (b, m)
-        previous_state = cache["state"]
         cell = self.decoder.cell
+        # c_i from s_{i-1} (A.1.2), then s_i.
         state, context, attention = cell.step(
-            cell.project_inputs(embedded), previous_state, cache
+            cell.project_inputs(embedded), cache["state"], cache
         )
-        readout_state = (
-            previous_state if self.readout_state == "previous" else state
-        )
-        logits = readout(self, readout_state, embedded, context)
+        logits = self._readout_step(cache["state"], state, embedded, context)
         return logits, attention, {**cache, "state": state}
-
-    def get_config(self):
-        return {
-            "source_vocabulary_size": self.source_vocabulary_size,
-            "target_vocabulary_size": self.target_vocabulary_size,
-            "embedding_dim": self.embedding_dim,
-            "hidden_dim": self.hidden_dim,
-            "maxout_dim": self.maxout_dim,
-            "attention_dim": self.attention_dim,
-            "reset_after": self.reset_after,
-            "readout_state": self.readout_state,
-            **self.regularization,
-            "initialization": self.initialization,
-            "dtype": self.layer_dtype,
-            "name": self.name,
-            "trainable": self.trainable,
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**config)
-
-
-def target_embedding(vocabulary_size, embedding_dim, init, dtype, tie):
-    """`E` (`Embedding`), or a `ReversibleEmbedding` that is also `W_o`."""
-    layer = ReversibleEmbedding if tie else keras.layers.Embedding
-    return layer(
-        vocabulary_size,
-        embedding_dim,
-        embeddings_initializer=init["embedding"],
-        dtype=dtype,
-        name="target_embedding",
-    )
-
-
-def output_projection(vocabulary_size, init, tie):
-    """`W_o` as a float32 `Dense`, or None when the embedding is tied."""
-    if tie:
-        return None
-    return keras.layers.Dense(
-        vocabulary_size,
-        kernel_initializer=init["kernel"],
-        dtype="float32",
-        name="output_projection",  # W_o
-    )
-
-
-def add_dropout_layers(layers, dtype, **regularization):
-    """The dropout layers of the RNN models (identities when the rate is 0)."""
-    for name in ("dropout", "embedding_dropout", "hidden_dropout"):
-        layer_name = "readout_dropout" if name == "dropout" else name
-        setattr(
-            layers,
-            layer_name,
-            keras.layers.Dropout(
-                regularization[name], dtype=dtype, name=layer_name
-            ),
-        )
-    # (batch, T, 1) noise: a token's whole embedding is kept or dropped.
-    layers.word_dropout = keras.layers.Dropout(
-        regularization["word_dropout"],
-        noise_shape=(None, None, 1),
-        dtype=dtype,
-        name="word_dropout",
-    )
-
-
-def embed(layers, embedding, ids):
-    """Embeds `(batch, T)` ids; drops whole tokens, then units, in training."""
-    return layers.embedding_dropout(layers.word_dropout(embedding(ids)))
-
-
-def readout(layers, states, target_embedded, contexts):
-    """`W_o maxout(U_o s + V_o E y_{i-1} + C_o c_i)` as float32 logits."""
-    features = ops.concatenate([states, target_embedded, contexts], -1)
-    hidden = layers.readout_dropout(layers.maxout(features))
-    if layers.output_projection is None:  # W_o = E^T
-        return layers.target_embedding(hidden, reverse=True)
-    return layers.output_projection(hidden)

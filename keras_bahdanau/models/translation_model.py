@@ -1,32 +1,20 @@
+"""The base classes of the models and the checks of their arguments.
+
+`TranslationModel` is what every model of the package is (inputs, logits,
+the decoding protocol); `RNNTranslationModel` is what RNNsearch and
+RNNencdec share: their embeddings, their readout and their config.
+"""
+
 import keras
 from keras import ops
 
-# Reserved ids shared by every vocabulary and model in the package.
-PAD_ID = 0
-UNK_ID = 1
-BOS_ID = 2
-EOS_ID = 3
-NUM_RESERVED_IDS = 4
-
-
-def check_positive_int(name, value):
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(
-            f"`{name}` must be a positive integer. Received: {name}={value!r}"
-        )
-
-
-def check_vocabulary_size(name, value):
-    check_positive_int(name, value)
-    if value <= NUM_RESERVED_IDS:
-        raise ValueError(
-            f"`{name}` must be larger than the {NUM_RESERVED_IDS} reserved "
-            f"ids (padding, unknown, begin, end). Received: {name}={value}"
-        )
-
+from keras_bahdanau.layers.maxout_dense import MaxoutDense
+from keras_bahdanau.layers.reversible_embedding import ReversibleEmbedding
+from keras_bahdanau.reserved import NUM_RESERVED_IDS
+from keras_bahdanau.validation import check_choice
+from keras_bahdanau.validation import check_int
 
 READOUT_STATES = ("previous", "current")
-
 
 # Regularisation of the RNN models, all off in the paper (section 4.2 and
 # appendix B): the constructor arguments and their defaults.
@@ -40,39 +28,45 @@ REGULARIZATION = {
 }
 
 
-def check_rnn_arguments(
-    source_vocabulary_size,
-    target_vocabulary_size,
-    embedding_dim,
-    hidden_dim,
-    maxout_dim,
-    readout_state,
-    **regularization,
-):
-    """Checks the constructor arguments RNNSearch and RNNEncDec share."""
-    check_vocabulary_size("source_vocabulary_size", source_vocabulary_size)
-    check_vocabulary_size("target_vocabulary_size", target_vocabulary_size)
-    check_positive_int("embedding_dim", embedding_dim)
-    check_positive_int("hidden_dim", hidden_dim)
-    check_positive_int("maxout_dim", maxout_dim)
-    if readout_state not in READOUT_STATES:
+def check_vocabulary_size(name, value):
+    """Raises a `ValueError` unless `value` leaves room for a real word."""
+    check_int(name, value)
+    if value <= NUM_RESERVED_IDS:
         raise ValueError(
-            f"`readout_state` must be one of {READOUT_STATES}. "
-            f"Received: readout_state={readout_state!r}"
+            f"`{name}` must be larger than the {NUM_RESERVED_IDS} reserved "
+            f"ids (padding, unknown, begin, end). Received: {name}={value}"
         )
-    for name, value in regularization.items():
-        if name == "tie_embeddings":
-            if value and maxout_dim != embedding_dim:
-                raise ValueError(
-                    "`tie_embeddings=True` uses the target embedding as "
-                    "the output projection of the maxout readout, so "
-                    "`maxout_dim` must equal `embedding_dim`. Received: "
-                    f"maxout_dim={maxout_dim}, embedding_dim={embedding_dim}"
-                )
-        elif not 0.0 <= value < 1.0:
-            raise ValueError(
-                f"`{name}` must be in [0, 1). Received: {name}={value}"
-            )
+
+
+def check_rate(name, value):
+    """Raises a `ValueError` unless `value` is a dropout rate in [0, 1)."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not 0 <= value < 1
+    ):
+        raise ValueError(
+            f"`{name}` must be a float in [0, 1). Received: {name}={value!r}"
+        )
+
+
+def check_token_ids(name, value):
+    """Raises a clear error unless `value` is a rank-2 integer tensor."""
+    dtype = keras.backend.standardize_dtype(
+        getattr(value, "dtype", None) or ops.convert_to_tensor(value).dtype
+    )
+    if "int" not in dtype:
+        raise ValueError(
+            f"`{name}` must hold integer token ids. Received dtype={dtype}. "
+            "Tokenize text first; do not pass floats (they would be "
+            "truncated silently)."
+        )
+    rank = len(value.shape)
+    if rank != 2:
+        raise ValueError(
+            f"`{name}` must have shape (batch, length). Received rank {rank} "
+            f"with shape {tuple(value.shape)}"
+        )
 
 
 class TranslationModel(keras.Model):
@@ -114,6 +108,14 @@ class TranslationModel(keras.Model):
         for name, value in inputs.items():
             check_token_ids(name, value)
 
+    @staticmethod
+    def _inputs():
+        """The functional model's inputs: int32 ids `(batch, T)`."""
+        return {
+            name: keras.Input((None,), dtype="int32", name=name)
+            for name in ("source_ids", "target_ids")
+        }
+
     @classmethod
     def from_preset(cls, name, **kwargs):
         """Builds a model with a preset's sizes; `kwargs` override them.
@@ -132,20 +134,196 @@ class TranslationModel(keras.Model):
         return cls(**{**cls.presets[name], **kwargs})
 
 
-def check_token_ids(name, value):
-    """Raises a clear error unless `value` is a rank-2 integer tensor."""
-    dtype = keras.backend.standardize_dtype(
-        getattr(value, "dtype", None) or ops.convert_to_tensor(value).dtype
+class RNNTranslationModel(TranslationModel):
+    """Base of `RNNSearch` and `RNNEncDec`: the readout their decoders share.
+
+    The two models differ in the context `c_i` (one per step from the
+    alignment model in RNNsearch, one fixed `c` in RNNencdec) and in the
+    encoder; both predict `y_i` from a decoder state `s`, the previous word
+    and the context with the same maxout readout (Bahdanau et al., 2015,
+    arXiv:1409.0473, appendix A.2.2; Cho et al., 2014, arXiv:1406.1078,
+    section 2.2 and appendix A):
+
+    ```
+    t~_i = U_o s + V_o E y_{i-1} + C_o c_i            (2l values)
+    t_i = [max(t~_{i,2j-1}, t~_{i,2j})]_{j=1..l}      (maxout)
+    logits_i = W_o t_i
+    ```
+
+    `s` is `s_{i-1}` (`readout_state="previous"`, the appendix) or `s_i`
+    (`"current"`: eq. (4) of the main text, and Cho et al.'s
+    `g(s_i, y_{i-1}, c)`). `tie_embeddings=True` uses `E^T` as `W_o`.
+
+    A subclass's `__init__` checks its arguments (`_check_arguments`),
+    builds its layers into a `types.SimpleNamespace` (the torch backend
+    forbids sub-modules before `keras.Model.__init__`), using `_embedding`
+    and `_add_readout_layers`, wires the graph with `_embed` and
+    `_teacher_forced_readout`, and ends with `super().__init__(layers,
+    inputs, logits, config)`, which attaches the layers to the model. Its
+    `decode_step` ends with `_readout_step`. Keep the order in which the
+    layers are made: each draws its random seeds then, so the order fixes
+    the initial weights.
+
+    Args:
+        layers: the namespace of the layers, attached to the model under
+            their names.
+        inputs: the dict of the functional model's `keras.Input`s.
+        logits: the functional model's output.
+        config: the constructor arguments, from `_check_arguments`.
+        **kwargs: `name`, `trainable`.
+    """
+
+    # The constructor arguments `get_config` returns; subclasses add theirs.
+    config_keys = (
+        "source_vocabulary_size",
+        "target_vocabulary_size",
+        "embedding_dim",
+        "hidden_dim",
+        "maxout_dim",
+        "readout_state",
+        *REGULARIZATION,
+        "initialization",
+        "dtype",
     )
-    if "int" not in dtype:
-        raise ValueError(
-            f"`{name}` must hold integer token ids. Received dtype={dtype}. "
-            "Tokenize text first; do not pass floats (they would be "
-            "truncated silently)."
+
+    def __init__(self, layers, inputs, logits, config, **kwargs):
+        super().__init__(inputs=inputs, outputs=logits, **kwargs)
+        for name, layer in vars(layers).items():
+            setattr(self, name, layer)
+        self._config = config
+        # The sizes, `readout_state`, ... as attributes too; not the rates
+        # of the dropout layers that have their names (their `rate`).
+        for key, value in config.items():
+            if not hasattr(self, key):
+                setattr(self, key, value)
+
+    @classmethod
+    def _check_arguments(cls, arguments):
+        """Checks the constructor's arguments; returns those of the config.
+
+        Args:
+            arguments: the constructor's `locals()`.
+
+        Returns:
+            A dict with the keys `config_keys`.
+        """
+        config = {key: arguments[key] for key in cls.config_keys}
+        for name in ("source_vocabulary_size", "target_vocabulary_size"):
+            check_vocabulary_size(name, config[name])
+        for name in ("embedding_dim", "hidden_dim", "maxout_dim"):
+            check_int(name, config[name])
+        check_choice("readout_state", config["readout_state"], READOUT_STATES)
+        for name in REGULARIZATION:
+            if name != "tie_embeddings":
+                check_rate(name, config[name])
+        if config["tie_embeddings"] and (
+            config["maxout_dim"] != config["embedding_dim"]
+        ):
+            raise ValueError(
+                "`tie_embeddings=True` uses the target embedding as the "
+                "output projection of the maxout readout, so `maxout_dim` "
+                "must equal `embedding_dim`. Received: maxout_dim="
+                f"{config['maxout_dim']}, "
+                f"embedding_dim={config['embedding_dim']}"
+            )
+        return config
+
+    @staticmethod
+    def _embedding(side, config, init):
+        """`E-bar` (`side="source"`) or `E` (`"target"`), an `Embedding`;
+        a tied `E` is a `ReversibleEmbedding`, also `W_o = E^T`."""
+        tied = side == "target" and config["tie_embeddings"]
+        layer = ReversibleEmbedding if tied else keras.layers.Embedding
+        return layer(
+            config[f"{side}_vocabulary_size"],
+            config["embedding_dim"],
+            embeddings_initializer=init["embedding"],
+            dtype=config["dtype"],
+            name=f"{side}_embedding",
         )
-    rank = len(value.shape)
-    if rank != 2:
-        raise ValueError(
-            f"`{name}` must have shape (batch, length). Received rank {rank} "
-            f"with shape {tuple(value.shape)}"
+
+    @staticmethod
+    def _add_readout_layers(layers, config, init):
+        """Adds the maxout `[U_o, V_o, C_o]`, the dropout layers and `W_o`
+        (None when tied: `W_o = E^T`)."""
+        dtype = config["dtype"]
+        layers.maxout = MaxoutDense(
+            config["maxout_dim"],
+            num_pieces=2,
+            kernel_initializer=init["kernel"],
+            dtype=dtype,
+            name="maxout",
         )
+        # Identities when the rate is 0.
+        for name in ("readout_dropout", "embedding_dropout", "hidden_dropout"):
+            rate = config["dropout" if name == "readout_dropout" else name]
+            setattr(
+                layers, name, keras.layers.Dropout(rate, dtype=dtype, name=name)
+            )
+        # (batch, T, 1) noise: a token's whole embedding is kept or dropped.
+        layers.word_dropout = keras.layers.Dropout(
+            config["word_dropout"],
+            noise_shape=(None, None, 1),
+            dtype=dtype,
+            name="word_dropout",
+        )
+        layers.output_projection = None
+        if not config["tie_embeddings"]:
+            layers.output_projection = keras.layers.Dense(
+                config["target_vocabulary_size"],
+                kernel_initializer=init["kernel"],
+                dtype="float32",
+                name="output_projection",
+            )
+
+    @staticmethod
+    def _embed(layers, embedding, ids):
+        """Embeds `(batch, T)` ids; drops whole tokens, then units, in
+        training."""
+        return layers.embedding_dropout(layers.word_dropout(embedding(ids)))
+
+    @staticmethod
+    def _readout(layers, states, target_embedded, contexts):
+        """`W_o maxout(U_o s + V_o E y_{i-1} + C_o c_i)`: float32 logits."""
+        features = ops.concatenate([states, target_embedded, contexts], -1)
+        hidden = layers.readout_dropout(layers.maxout(features))
+        if layers.output_projection is None:  # W_o = E^T
+            return layers.target_embedding(hidden, reverse=True)
+        return layers.output_projection(hidden)
+
+    @classmethod
+    def _teacher_forced_readout(
+        cls, layers, config, initial_state, states, target_embedded, contexts
+    ):
+        """The logits of every step `(batch, Ty, V)` from `s_1 .. s_Ty`."""
+        if config["readout_state"] == "previous":
+            # s_0 .. s_{Ty-1}: shift the states right by one step.
+            states = ops.concatenate(
+                [ops.expand_dims(initial_state, 1), states[:, :-1]], axis=1
+            )
+        states = layers.hidden_dropout(states)
+        return cls._readout(layers, states, target_embedded, contexts)
+
+    def _readout_step(self, previous_state, state, embedded, context):
+        """One step's logits `(batch, V)` from `s_{i-1}` or `s_i`."""
+        if self.readout_state == "previous":
+            state = previous_state
+        return self._readout(self, state, embedded, context)
+
+    def get_config(self):
+        config = {
+            **self._config,
+            "name": self.name,
+            "trainable": self.trainable,
+        }
+        if config["dtype"] is not None:
+            # What the layers were built with: the functional model's own
+            # policy is the global one.
+            config["dtype"] = keras.dtype_policies.serialize(
+                keras.dtype_policies.get(config["dtype"])
+            )
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)

@@ -1,10 +1,15 @@
+import gzip
+import io
 import pathlib
 import random
 import shutil
+import sys
+import types
 
 import pytest
 
 from keras_bahdanau.data import corpora
+from keras_bahdanau.validation import InputError
 
 FIXTURES = pathlib.Path(__file__).parent / "fixtures"
 DING_SAMPLE = FIXTURES / "ding_sample.txt"
@@ -161,3 +166,32 @@ def test_read_tsv():
     assert reversed_pairs[0] == ("The apple is red.", "Der Apfel ist rot.")
     with pytest.raises(ValueError, match=r"line 1: expected at least 4"):
         corpora.read_tsv(FIXTURES / "pairs.tsv", columns=(1, 3))
+
+
+def test_read_lines_of_files_and_stdin(tmp_path, monkeypatch):
+    # A BOM, CRLF, an empty line, U+2028 inside a line, no final line end.
+    data = "\ufeffEins.\r\n\nZwei\u2028drei.\r\nVier.".encode()
+    (tmp_path / "a.txt").write_bytes(data)
+    (tmp_path / "a.gz").write_bytes(gzip.compress(data))
+    expected = ["Eins.", "", "Zwei\u2028drei.", "Vier."]
+    assert corpora.read_lines(tmp_path / "a.txt") == expected
+    assert corpora.read_lines(tmp_path / "a.gz") == expected
+    stdin = types.SimpleNamespace(buffer=io.BytesIO(b"x\n\xff\n"))
+    monkeypatch.setattr(sys, "stdin", stdin)
+    assert corpora.read_lines(None, errors="replace") == ["x", "\ufffd"]
+    assert corpora.read_lines(FIXTURES / "empty.txt") == []
+
+
+def test_read_lines_errors_are_input_errors(tmp_path):
+    (tmp_path / "bad.txt").write_bytes(b"gut\n\xffHaus\n")
+    with pytest.raises(InputError) as caught:
+        corpora.read_lines(tmp_path / "bad.txt")
+    assert str(caught.value) == (
+        f"{str(tmp_path / 'bad.txt')!r}, line 2: invalid UTF-8 (invalid "
+        "start byte at byte 0 of the line). Fix the input, or pass --errors "
+        "replace to read undecodable bytes as U+FFFD."
+    )
+    with pytest.raises(InputError, match=r"absent\.txt': No such file"):
+        corpora.read_lines(tmp_path / "absent.txt")
+    with pytest.raises(ValueError, match="Received: errors='ignore'"):
+        corpora.read_lines(tmp_path / "bad.txt", errors="ignore")

@@ -10,8 +10,8 @@ import sacrebleu
 import tensorflow as tf
 
 from keras_bahdanau import run_directory as rd
-from keras_bahdanau.train import ConfigError
-from keras_bahdanau.train import resolve_config
+from keras_bahdanau.config import ConfigError
+from keras_bahdanau.config import resolve_config
 from tests.run_fixture import reversal_corpus
 
 _SCRIPT = pathlib.Path(__file__).parents[2] / "examples" / "compare_models.py"

@@ -1,7 +1,7 @@
 """An independent NumPy version of one Pervasive Attention DenseNet layer.
 
-Written from Elbayad et al. (2018), Sec. 3 and the seed notes
-(`shared/seeds/pervasive_attention_2018.ja.txt`), not from the package:
+Written from Elbayad et al. (2018, arXiv:1808.03867), Sec. 3, not from
+the package:
 a layer maps its input of `f` channels through
 
     BatchNorm -> ReLU (or GLU) -> 1x1 conv (4g) -> BatchNorm -> ReLU

@@ -5,17 +5,18 @@ import numpy as np
 import pytest
 from keras import ops
 
+from keras_bahdanau.decoding import SearchConfig
 from keras_bahdanau.decoding import beam_search
+from keras_bahdanau.decoding import compile_search
 from keras_bahdanau.decoding import greedy_search
 from keras_bahdanau.models.pervasive_attention import POOLINGS
 from keras_bahdanau.models.pervasive_attention import PervasiveAttention
 from keras_bahdanau.models.pervasive_attention import PervasiveDenseLayer
 from keras_bahdanau.models.pervasive_attention import SourcePooling
-from keras_bahdanau.translator import compile_search
+from keras_bahdanau.reserved import BOS_ID
+from keras_bahdanau.reserved import EOS_ID
 from tests.models import pervasive_attention_reference as reference
 
-BOS = 2
-EOS = 3
 SOURCE_VOCABULARY = 13
 TARGET_VOCABULARY = 11
 # One set of shapes for most tests: JAX compiles every eager op once per
@@ -68,7 +69,7 @@ def random_batch(rng, source_lengths, target_lengths):
         zip(source_lengths, target_lengths, strict=True)
     ):
         source[row, :ns] = rng.integers(4, SOURCE_VOCABULARY, ns)
-        target[row, 0] = BOS
+        target[row, 0] = BOS_ID
         target[row, 1:nt] = rng.integers(4, TARGET_VOCABULARY, nt - 1)
     return {"source_ids": source, "target_ids": target}
 
@@ -192,7 +193,7 @@ def test_greedy_search_matches_teacher_forcing():
     tokens = to_numpy(result.token_ids)[:, 0]  # (3, 4), 0 after EOS
     lengths = to_numpy(result.lengths)[:, 0]
     decoder_inputs = np.concatenate(
-        [np.full((3, 1), BOS, "int32"), tokens[:, :-1]], axis=1
+        [np.full((3, 1), BOS_ID, "int32"), tokens[:, :-1]], axis=1
     )
     inputs = {"source_ids": source_ids, "target_ids": decoder_inputs}
     logits = to_numpy(model(inputs)).astype("float64")
@@ -379,7 +380,9 @@ def test_compiled_search_matches_full_recompute():
     expected = beam_search(
         full_recompute_copy(model), source_ids, beam_size=2, max_length=5
     )
-    search = compile_search(model, beam_size=2, max_length=5)
+    search = compile_search(
+        model, SearchConfig(beam_size=2, n_best=1, max_length=5)
+    )
     assert_same_search_results(search(source_ids), expected)
     if keras.backend.backend() == "tensorflow":
         import tensorflow as tf
@@ -546,10 +549,10 @@ def make_reversal_data(rng, size, vocabulary=10, max_length=5):
         length = rng.integers(2, max_length + 1)
         tokens = rng.integers(4, vocabulary, length)
         source[row, :length] = tokens
-        source[row, length] = EOS
-        reversed_tokens = np.append(tokens[::-1], EOS)
+        source[row, length] = EOS_ID
+        reversed_tokens = np.append(tokens[::-1], EOS_ID)
         labels[row, : length + 1] = reversed_tokens
-        decoder_inputs[row, 0] = BOS
+        decoder_inputs[row, 0] = BOS_ID
         decoder_inputs[row, 1 : length + 1] = reversed_tokens[:-1]
     inputs = {"source_ids": source, "target_ids": decoder_inputs}
     return inputs, labels

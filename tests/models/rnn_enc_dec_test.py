@@ -5,10 +5,7 @@ import pytest
 from keras_bahdanau import RNNEncDec
 from keras_bahdanau.training import compile_model
 from tests.models.tasks import reversal_task
-from tests.numpy_reference import maxout
-from tests.numpy_reference import paper_gru_step
-from tests.numpy_reference import paper_weights_from_keras_gru
-from tests.numpy_reference import run_gru
+from tests.numpy_reference import sigmoid
 from tests.numpy_reference import to_numpy
 
 SIZES = dict(embedding_dim=6, hidden_dim=5, maxout_dim=4)
@@ -28,33 +25,63 @@ def _batch():
     return {"source_ids": source, "target_ids": target}
 
 
-def _dense(layer, x, activation=np.tanh):
-    return activation(x @ to_numpy(layer.kernel) + to_numpy(layer.bias))
+def _split(kernel, n):
+    """A packed `[z, r, candidate]` kernel or bias as its three blocks."""
+    kernel = to_numpy(kernel)
+    return kernel[..., :n], kernel[..., n : 2 * n], kernel[..., 2 * n :]
 
 
-def _numpy_logits(model, source_ids, target_ids):
-    """Cho et al. (2014) with the fixed context c at every decoder step."""
-    x = to_numpy(model.source_embedding.embeddings)[source_ids]
-    encoder = paper_weights_from_keras_gru(model.encoder.cell)
-    _, last = run_gru(x, source_ids != 0, encoder)
-    context = _dense(model.context_projection, last)  # c = tanh(V h_Tx)
-    state = _dense(model.initial_state_projection, context)  # s_0
-    decoder = paper_weights_from_keras_gru(model.decoder.cell)
-    E = to_numpy(model.target_embedding.embeddings)
+def _affine(layer, x):
+    return x @ to_numpy(layer.kernel) + to_numpy(layer.bias)
+
+
+def _cho_logits(model, source_ids, target_ids):
+    """Cho et al. (2014), appendix A, written from the paper.
+
+    Weights are read out of the layers and named as in the paper; the
+    packed GRU kernels have columns `[z, r, candidate]`.
+    """
+    n = model.hidden_dim
+    # A.1 encoder: h_t = z h_{t-1} + (1 - z) tanh(W e(x_t) + U [r h_{t-1}]).
+    W_z, W_r, W = _split(model.encoder.cell.kernel, n)
+    U_z, U_r, U = _split(model.encoder.cell.recurrent_kernel, n)
+    b_z, b_r, b = _split(model.encoder.cell.bias, n)
+    e_x = to_numpy(model.source_embedding.embeddings)[source_ids]
+    h = np.zeros((len(source_ids), n))
+    for t in range(source_ids.shape[1]):
+        x = e_x[:, t]
+        z = sigmoid(x @ W_z + h @ U_z + b_z)
+        r = sigmoid(x @ W_r + h @ U_r + b_r)
+        new_h = z * h + (1 - z) * np.tanh(x @ W + (r * h) @ U + b)
+        real = source_ids[:, t : t + 1] != 0
+        h = np.where(real, new_h, h)  # h_N: after the last real word
+    c = np.tanh(_affine(model.context_projection, h))  # c = tanh(V h_N)
+    h_dec = np.tanh(_affine(model.initial_state_projection, c))  # tanh(V' c)
+    # A.2 decoder, `'` dropped from the names.
+    cell = model.decoder.cell
+    W_z, W_r, W = _split(cell.kernel, n)
+    U_z, U_r, U = _split(cell.recurrent_kernel, n)
+    C_z, C_r, C = _split(cell.context_kernel, n)
+    b_z, b_r, b = _split(cell.bias, n)
+    # The readout s' = O_h h' + O_y e(y_{t-1}) + O_c c: the maxout kernel's
+    # rows are [O_h; O_y; O_c].
+    readout = to_numpy(model.maxout.kernel)
+    O_h, O_y, O_c = readout[:n], readout[n:-n], readout[-n:]
+    b_o = to_numpy(model.maxout.bias)
+    e_y = to_numpy(model.target_embedding.embeddings)[target_ids]
     logits = []
-    for i in range(target_ids.shape[1]):
-        y_prev = E[target_ids[:, i]]
-        new_state = paper_gru_step(
-            np.concatenate([y_prev, context], -1), state, **decoder
-        )
-        read = new_state if model.readout_state == "current" else state
-        t = maxout(
-            np.concatenate([read, y_prev, context], -1),
-            to_numpy(model.maxout.kernel),
-            to_numpy(model.maxout.bias),
-        )
-        logits.append(_dense(model.output_projection, t, lambda a: a))
-        state = new_state
+    for t in range(target_ids.shape[1]):
+        e = e_y[:, t]
+        z = sigmoid(e @ W_z + h_dec @ U_z + c @ C_z + b_z)
+        r = sigmoid(e @ W_r + h_dec @ U_r + c @ C_r + b_r)
+        candidate = np.tanh(e @ W + b + r * (h_dec @ U + c @ C))
+        new_h_dec = z * h_dec + (1 - z) * candidate
+        read = new_h_dec if model.readout_state == "current" else h_dec
+        s_prime = read @ O_h + e @ O_y + c @ O_c + b_o
+        # s_i = max(s'_{2i-1}, s'_{2i}): neighbouring pairs.
+        s = np.maximum(s_prime[:, 0::2], s_prime[:, 1::2])
+        logits.append(_affine(model.output_projection, s))
+        h_dec = new_h_dec
     return np.stack(logits, 1)
 
 
@@ -65,9 +92,20 @@ def test_logits_match_equations(readout_state):
     real = inputs["target_ids"] != 0
     np.testing.assert_allclose(
         to_numpy(model(inputs))[real],
-        _numpy_logits(model, **inputs)[real],
+        _cho_logits(model, **inputs)[real],
         atol=1e-4,
     )
+
+
+def test_summary_is_the_state_after_the_last_real_word():
+    # Trailing padding is masked: c, and so the logits, ignore it.
+    model = _model()
+    target = np.array([[2, 4, 5]])
+    short = model({"source_ids": np.array([[5, 6, 7]]), "target_ids": target})
+    padded = model(
+        {"source_ids": np.array([[5, 6, 7, 0, 0]]), "target_ids": target}
+    )
+    np.testing.assert_allclose(to_numpy(padded), to_numpy(short), atol=1e-5)
 
 
 def test_decode_step_equals_teacher_forcing():
@@ -75,14 +113,29 @@ def test_decode_step_equals_teacher_forcing():
     inputs = _batch()
     logits = to_numpy(model(inputs))
     cache = model.encode(inputs["source_ids"])
+    assert tuple(cache["context_terms"].shape) == (3, 3 * 5)
     for i in range(inputs["target_ids"].shape[1]):
-        step_logits, attention, cache = model.decode_step(
+        step_logits, attention, new_cache = model.decode_step(
             cache, inputs["target_ids"][:, i], i
         )
         np.testing.assert_allclose(
             to_numpy(step_logits), logits[:, i], atol=1e-4
         )
         np.testing.assert_array_equal(to_numpy(attention), 0.0)
+        assert set(new_cache) == set(cache)
+        cache = new_cache
+
+
+def test_decode_step_under_mixed_bfloat16():
+    # The searches call the cell outside `__call__`: its float32 kernels
+    # must be cast to the bfloat16 activations.
+    model = RNNEncDec(20, 17, **SIZES, dtype="mixed_bfloat16")
+    cache = model.encode(_batch()["source_ids"])
+    logits, _, new_cache = model.decode_step(cache, np.array([2, 2, 2]), 0)
+    assert keras.backend.standardize_dtype(logits.dtype) == "float32"
+    for key, value in new_cache.items():
+        assert value.dtype == cache[key].dtype, key
+    assert np.isfinite(to_numpy(logits)).all()
 
 
 def test_keras_round_trip(tmp_path):
@@ -117,8 +170,9 @@ def test_invalid_arguments():
 
 @pytest.mark.parametrize("initialization", ["paper", "glorot"])
 def test_weights_start_independent(initialization):
-    # V (summary) and W_s (s_0) are both (n, n): one shared initializer
-    # stream used to give them the same values.
+    # V (summary) and V' (h'_0) are both (n, n), W' and C of the decoder
+    # come from one initializer argument: one shared initializer stream
+    # used to give them the same values.
     model = RNNEncDec(30, 30, embedding_dim=8, hidden_dim=8, maxout_dim=8,
                       initialization=initialization)  # fmt: skip
     pairs = [
@@ -128,6 +182,7 @@ def test_weights_start_independent(initialization):
         ),
         (model.source_embedding.embeddings, model.target_embedding.embeddings),
         (model.encoder.cell.kernel, model.decoder.cell.kernel),
+        (model.decoder.cell.kernel, model.decoder.cell.context_kernel),
     ]
     for first, second in pairs:
         a, b = to_numpy(first).ravel()[:64], to_numpy(second).ravel()[:64]

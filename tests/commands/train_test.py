@@ -1,3 +1,4 @@
+import argparse
 import csv
 import errno
 import json
@@ -14,9 +15,12 @@ import pytest
 
 from keras_bahdanau import run_directory as rd
 from keras_bahdanau.callbacks import CheckpointError
-from keras_bahdanau.train import ConfigError
-from keras_bahdanau.train import resolve_config
-from keras_bahdanau.train import train
+from keras_bahdanau.commands import train as train_module
+from keras_bahdanau.commands.train import _check_same_run
+from keras_bahdanau.commands.train import train
+from keras_bahdanau.config import ConfigError
+from keras_bahdanau.config import resolve_config
+from keras_bahdanau.data import load_corpus
 from keras_bahdanau.training import compile_model
 from tests.run_fixture import reversal_corpus
 
@@ -43,39 +47,6 @@ def _corpus(tmp_path, n=160):
         " ".join(rng.choice(words, rng.integers(2, 6))) for _ in range(n)
     ]
     return reversal_corpus(tmp_path, sources)
-
-
-def test_config_defaults_and_overrides():
-    config = resolve_config(None, ["training.epochs=3", "data.lowercase=true"])
-    assert config["training"]["epochs"] == 3
-    assert config["data"]["lowercase"] is True
-    assert config["model"]["architecture"] == "rnnsearch"
-
-
-def test_example_config_is_valid():
-    config = resolve_config("examples/ding_de_en.toml")
-    assert config["data"]["corpus"] == "ding_de_en"
-
-
-@pytest.mark.parametrize(
-    "override, message",
-    [
-        ("training.epoch=3", "Unknown config key 'training.epoch'"),
-        ("trainer.epochs=3", "Unknown config key 'trainer'"),
-        ("training.epochs=many", "training.epochs must be a int"),
-        ("training.epochs=0", "training.epochs must be positive"),
-        ("training.optimizer=sgd", "training.optimizer must be one of"),
-        ("epochs", "section.key=value"),
-    ],
-)
-def test_bad_config_is_rejected_before_training(override, message):
-    with pytest.raises(ConfigError, match=message):
-        resolve_config(None, [override])
-
-
-def test_missing_config_file():
-    with pytest.raises(ConfigError, match="Config file not found"):
-        resolve_config("no/such/config.toml")
 
 
 def test_missing_corpus_file(tmp_path):
@@ -188,8 +159,6 @@ def test_different_config_in_same_run_dir_is_refused(tmp_path):
 
 
 def test_a_run_may_resume_on_other_devices(tmp_path):
-    from keras_bahdanau.train import _check_same_run
-
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     saved = resolve_config(None, [f"run_dir={run_dir}"])
@@ -201,12 +170,6 @@ def test_a_run_may_resume_on_other_devices(tmp_path):
          "distribution.devices=2"],
     )  # fmt: skip
     assert _check_same_run(run_dir, config)  # the same run: resumed
-
-
-def test_demo_uses_the_example_config():
-    from keras_bahdanau.demo import demo_config
-
-    assert demo_config() == resolve_config("examples/ding_de_en.toml")
 
 
 class _TrainingDone(Exception):
@@ -352,10 +315,6 @@ def test_full_disk_stops_training_and_keeps_checkpoints(tmp_path, monkeypatch):
 
 
 def test_command_reports_faults_in_one_line(monkeypatch):
-    import argparse
-
-    from keras_bahdanau import train as train_module
-
     parser = argparse.ArgumentParser()
     train_module.add_arguments(parser)
     args = parser.parse_args(["--distribution", "none", "--devices", "0"])
@@ -373,42 +332,12 @@ def test_command_reports_faults_in_one_line(monkeypatch):
         assert str(caught.value) == f"keras-bahdanau train: {error}"
 
 
-def test_recipes():
-    small = resolve_config(None, [])
-    assert small["recipe"] == "small_data"
-    assert small["tokenizer"]["kind"] == "unigram"
-    assert small["training"]["selection"] == "bleu"
-    assert small["model"]["tie_embeddings"] is True
-    paper = resolve_config(None, ["recipe=paper"])
-    assert paper["training"]["optimizer"] == "adadelta"
-    assert paper["model"]["initialization"] == "paper"
-    assert paper["tokenizer"] == {
-        "kind": "word",
-        "source_vocabulary_size": 30000,
-        "target_vocabulary_size": 30000,
-        "joint": False,
-    }
-    assert not any(
-        paper["model"][key]
-        for key in ("dropout", "word_dropout", "tie_embeddings")
-    )
-    # The user's keys win over the recipe's.
-    mixed = resolve_config(None, ["recipe=paper", "training.optimizer=adam"])
-    assert mixed["training"]["optimizer"] == "adam"
-    with pytest.raises(ConfigError, match="recipe must be one of"):
-        resolve_config(None, ["recipe=fast"])
-    with pytest.raises(ConfigError, match="label_smoothing must be in"):
-        resolve_config(None, ["training.label_smoothing=1.5"])
-
-
 def _write(path, lines):
     path.write_text("\n".join(lines) + "\n")
     return path
 
 
 def test_files_corpus_with_explicit_dev_and_test(tmp_path):
-    from keras_bahdanau.train import load_corpus
-
     files = {}
     for split, n in (("train", 5), ("dev", 2), ("test", 3)):
         for side in ("src", "tgt"):
@@ -436,13 +365,16 @@ def test_files_corpus_with_explicit_dev_and_test(tmp_path):
     assert [source for source, _ in splits["test"]] == [
         f"test src {i}" for i in range(3)
     ]
+    # The train command reports the corpus's errors as ConfigErrors.
+    run_dir = f"run_dir={tmp_path / 'run'}"
     with pytest.raises(ConfigError, match="both a dev and a test set"):
-        load_corpus(resolve_config(None, data[:5])["data"])
+        train(resolve_config(None, [*data[:5], run_dir]))
     with pytest.raises(ConfigError, match="data.test_target_file"):
-        load_corpus(
+        train(
             resolve_config(
-                None, data[:-1] + ["data.test_target_file=missing.tgt"]
-            )["data"]
+                None,
+                [*data[:-1], "data.test_target_file=missing.tgt", run_dir],
+            )
         )
 
 

@@ -10,54 +10,50 @@ after a kill and it resumes training where it stopped.
 from pathlib import Path
 
 from keras_bahdanau import run_directory as rd
+from keras_bahdanau.commands.train import train
+from keras_bahdanau.config import ConfigError
+from keras_bahdanau.config import resolve_config
+from keras_bahdanau.data import load_corpus
+from keras_bahdanau.decoding import SearchConfig
+from keras_bahdanau.export import export_saved_model
+from keras_bahdanau.plotting import plot_attention
+from keras_bahdanau.translator import Translator
 
-# The same settings as examples/ding_de_en.toml (a test keeps them equal).
-DEMO_CONFIG = {
-    "run_dir": "runs/ding_de_en",
-    "recipe": "small_data",
-    "data": {"corpus": "ding_de_en", "max_length": 50},
-    "tokenizer": {
-        "kind": "unigram",
-        "source_vocabulary_size": 4000,
-        "target_vocabulary_size": 4000,
-    },
-    "model": {
-        "architecture": "rnnsearch",
-        "preset": "rnnsearch_tiny",
-        "dropout": 0.2,
-        "embedding_dropout": 0.1,
-        "word_dropout": 0.1,
-        "hidden_dropout": 0.1,
-        "tie_embeddings": True,
-        "initialization": "glorot",
-    },
-    "training": {
-        "optimizer": "adam",
-        "learning_rate": 0.002,
-        "label_smoothing": 0.1,
-        "epochs": 8,
-        "batch_size": 64,
-        "selection": "bleu",
-        "patience": 3,
-        "backup_every_steps": 50,
-    },
-    "evaluation": {"beam_size": 5, "selection_sentences": 300},
-}
+# The settings of examples/ding_de_en.toml (a test keeps them equal), as
+# `resolve_config` overrides.
+DEMO_CONFIG = (
+    "run_dir=runs/ding_de_en",
+    "recipe=small_data",
+    "data.corpus=ding_de_en",
+    "data.max_length=50",
+    "tokenizer.kind=unigram",
+    "tokenizer.source_vocabulary_size=4000",
+    "tokenizer.target_vocabulary_size=4000",
+    "model.architecture=rnnsearch",
+    "model.preset=rnnsearch_tiny",
+    "model.dropout=0.2",
+    "model.embedding_dropout=0.1",
+    "model.word_dropout=0.1",
+    "model.hidden_dropout=0.1",
+    "model.tie_embeddings=true",
+    "model.initialization=glorot",
+    "training.optimizer=adam",
+    "training.learning_rate=0.002",
+    "training.label_smoothing=0.1",
+    "training.epochs=8",
+    "training.batch_size=64",
+    "training.selection=bleu",
+    "training.patience=3",
+    "training.backup_every_steps=50",
+    "evaluation.beam_size=5",
+    "evaluation.selection_sentences=300",
+)
 NUM_EXAMPLES = 5
 
 
 def demo_config(overrides=()):
     """The resolved demo config, with `section.key=value` overrides."""
-    from keras_bahdanau.train import resolve_config
-
-    settings = [
-        f"{section}.{key}={value}"
-        for section, values in DEMO_CONFIG.items()
-        if isinstance(values, dict)
-        for key, value in values.items()
-    ]
-    top = [f"{key}={DEMO_CONFIG[key]}" for key in ("run_dir", "recipe")]
-    return resolve_config(None, [*top, *settings, *overrides])
+    return resolve_config(None, [*DEMO_CONFIG, *overrides])
 
 
 def add_arguments(parser):
@@ -76,11 +72,6 @@ def add_arguments(parser):
 
 
 def run(args):
-    from keras_bahdanau import train as training
-    from keras_bahdanau.export import export_saved_model
-    from keras_bahdanau.plotting import plot_attention
-    from keras_bahdanau.translator import Translator
-
     try:
         config = demo_config(args.set)
         run_dir = Path(config["run_dir"])
@@ -88,15 +79,14 @@ def run(args):
             print(f"{run_dir} is already trained; reusing it.")
             print((run_dir / rd.RESULTS).read_text())
         else:
-            training.train(config)
-    except training.ConfigError as error:
+            train(config)
+    except ConfigError as error:
         raise SystemExit(f"keras-bahdanau demo: {error}") from None
 
-    test_pairs = training.load_corpus(config["data"])["test"][:NUM_EXAMPLES]
-    translator = Translator.from_run_dir(run_dir)
-    translations = translator.translate(
+    test_pairs = load_corpus(config["data"])["test"][:NUM_EXAMPLES]
+    translations = Translator.from_run_dir(run_dir).translate(
         [source for source, _ in test_pairs],
-        beam_size=config["evaluation"]["beam_size"],
+        SearchConfig(beam_size=config["evaluation"]["beam_size"]),
         return_attention=True,
     )
     plots = run_dir / "attention"

@@ -1,5 +1,6 @@
 """Greedy and beam search over the model protocol, written once in keras.ops.
 
+`search(model, source_ids, config)` runs the one a `SearchConfig` asks for.
 Both searches run any model with `encode(source_ids, max_length)` and
 `decode_step(cache, previous_ids, step)` (see `TranslationModel`) inside one
 `ops.while_loop` with fixed shapes, so they run eagerly on every backend,
@@ -21,19 +22,20 @@ Conventions shared by both searches:
 """
 
 import collections
-import math
+import dataclasses
 
 import keras
 from keras import ops
 
-from keras_bahdanau.models.translation_model import BOS_ID
-from keras_bahdanau.models.translation_model import EOS_ID
-from keras_bahdanau.models.translation_model import PAD_ID
+from keras_bahdanau.decoding.config import check_search_arguments
+from keras_bahdanau.reserved import BOS_ID
+from keras_bahdanau.reserved import EOS_ID
+from keras_bahdanau.reserved import PAD_ID
 
 SearchResult = collections.namedtuple(
     "SearchResult", ["token_ids", "scores", "log_probs", "lengths", "attention"]
 )
-SearchResult.__doc__ = """Output of `greedy_search` and `beam_search`.
+SearchResult.__doc__ = """Output of `search`, `greedy_search` and `beam_search`.
 
 Fields:
     token_ids: int32 `(batch, n_best, max_length)`, EOS included, 0 after it.
@@ -45,6 +47,30 @@ Fields:
     attention: float32 `(batch, n_best, max_length, Tx)`, row `t` is the
         alignment used to emit token `t`; rows after EOS are 0.
 """
+
+
+def search(model, source_ids, config):
+    """Greedy search if `config.is_greedy`, else beam search.
+
+    Args:
+        model: a model following the decoding protocol (`encode`,
+            `decode_step`), e.g. `keras_bahdanau.models.RNNSearch`.
+        source_ids: int `(batch, Tx)` token ids, 0 = padding; `Tx` must be
+            static without `config.max_length` (see
+            `SearchConfig.for_source_length`).
+        config: a `SearchConfig`.
+
+    Returns:
+        A `SearchResult` (`n_best = 1` for greedy search).
+    """
+    config = config.for_source_length(ops.shape(source_ids)[1])
+    if config.is_greedy:
+        return greedy_search(
+            model, source_ids, config.max_length, config.relative_max_length
+        )
+    # The fields of a SearchConfig are the arguments of beam_search.
+    return beam_search(model, source_ids, **dataclasses.asdict(config))
+
 
 # The beam-search loop state. `alive_*` are the `beam_size` best unfinished
 # hypotheses, `finished_*` the `beam_size` best complete ones (a separate
@@ -101,18 +127,16 @@ def _coverage_penalty(attention, source_mask, beta):
     return beta * ops.sum(log_coverage, axis=-1)  # (batch, beam)
 
 
-def greedy_search(model, source_ids, max_length=100, relative_max_length=None):
+def greedy_search(model, source_ids, max_length, relative_max_length=None):
     """Translates by picking the most probable token at every step.
 
     Args:
         model: a model following the decoding protocol (`encode`,
             `decode_step`), e.g. `keras_bahdanau.models.RNNSearch`.
         source_ids: int `(batch, Tx)` token ids, 0 = padding.
-        max_length: Python int, the most tokens (EOS included) any
-            translation may have; also the static output length.
-        relative_max_length: optional `(a, b)`: sentence `i` may have at most
-            `min(max_length, floor(a * Tx_i + b))` tokens, `Tx_i` its real
-            source length (see the module docstring).
+        max_length: int, the most tokens (EOS included) of a translation;
+            also the static output length.
+        relative_max_length: None or `(a, b)`, see the module docstring.
 
     Returns:
         A `SearchResult` with `n_best = 1`; `scores` equal `log_probs` (greedy
@@ -125,7 +149,7 @@ def greedy_search(model, source_ids, max_length=100, relative_max_length=None):
     result.token_ids[:, 0]  # (batch, 60), EOS then zeros
     ```
     """
-    _check_length_arguments(max_length, relative_max_length)
+    check_search_arguments(max_length, relative_max_length)
     source_ids = ops.convert_to_tensor(source_ids, "int32")
     cache = model.encode(source_ids, max_length=max_length)
     batch_size, source_length = ops.shape(source_ids)
@@ -201,8 +225,8 @@ def greedy_search(model, source_ids, max_length=100, relative_max_length=None):
 def beam_search(
     model,
     source_ids,
-    beam_size=4,
-    max_length=100,
+    beam_size,
+    max_length,
     relative_max_length=None,
     length_penalty=0.0,
     coverage_penalty=0.0,
@@ -233,18 +257,11 @@ def beam_search(
         model: a model following the decoding protocol (`encode`,
             `decode_step`), e.g. `keras_bahdanau.models.RNNSearch`.
         source_ids: int `(batch, Tx)` token ids, 0 = padding.
-        beam_size: Python int >= 1, the number of alive hypotheses kept.
-        max_length: Python int, the most tokens (EOS included) any
-            translation may have; also the static output length.
-        relative_max_length: optional `(a, b)`: sentence `i` may have at most
-            `min(max_length, floor(a * Tx_i + b))` tokens, `Tx_i` its real
-            source length (see the module docstring).
-        length_penalty: GNMT `alpha >= 0`; 0 disables it. Wu et al. tune it
-            in [0.6, 0.7] roughly. A scalar float tensor is accepted too
-            (e.g. a serving input); the caller then checks its value.
-        coverage_penalty: GNMT `beta >= 0`; 0 disables it.
-        n_best: how many complete hypotheses to return per sentence,
-            `1 <= n_best <= beam_size`.
+        beam_size, max_length, relative_max_length, length_penalty,
+            coverage_penalty, n_best: as for `SearchConfig`, but
+            `max_length` is an int (also the static output length) and
+            `length_penalty` may be a scalar float tensor (e.g. a serving
+            input, which its caller checks).
 
     Returns:
         A `SearchResult`: `(batch, n_best, ...)` fields sorted by `scores`.
@@ -265,8 +282,14 @@ def beam_search(
         - Wu et al., 2016, "Google's Neural Machine Translation System", §7
           (length normalization and coverage penalty).
     """
-    _check_length_arguments(max_length, relative_max_length)
-    _check_beam_arguments(beam_size, n_best, length_penalty, coverage_penalty)
+    check_search_arguments(
+        max_length,
+        relative_max_length,
+        beam_size,
+        n_best,
+        length_penalty,
+        coverage_penalty,
+    )
     source_ids = ops.convert_to_tensor(source_ids, "int32")
     cache = model.encode(source_ids, max_length=max_length)
     source_mask = cache["source_mask"]  # (batch, Tx)
@@ -451,117 +474,6 @@ def beam_search(
     )
 
 
-def replace_unknown_words(
-    target_tokens, source_tokens, attention, dictionary=None, unk="[UNK]"
-):
-    """Replaces each unknown target word by its most attended source word.
-
-    For word-level vocabularies: an `unk` in the output is replaced by the
-    source word with the highest attention weight at that target step,
-    mapped through `dictionary` when the word is in it (Jean et al., 2015,
-    "On Using Very Large Target Vocabulary for NMT", §3.3; Luong et al.,
-    2015, "Addressing the Rare Word Problem in NMT").
-
-    Args:
-        target_tokens: list of str, the translation (without padding).
-        source_tokens: list of str, the source sentence (without padding).
-        attention: array-like `(>= len(target_tokens), >= len(source_tokens))`,
-            e.g. `result.attention[i, k]`; extra rows/columns (EOS, padding)
-            are ignored.
-        dictionary: optional dict `source word -> target word`.
-        unk: the unknown-word token.
-
-    Returns:
-        A new list of str.
-
-    Example:
-
-    >>> replace_unknown_words(
-    ...     ["le", "[UNK]"], ["the", "Zurich"], [[0.9, 0.1], [0.2, 0.8]],
-    ...     dictionary={"Zurich": "Zurich"})
-    ['le', 'Zurich']
-    """
-    attention = ops.convert_to_numpy(attention)
-    if (
-        attention.ndim != 2
-        or attention.shape[0] < len(target_tokens)
-        or attention.shape[1] < len(source_tokens)
-    ):
-        raise ValueError(
-            "`attention` must have shape (>= len(target_tokens), "
-            ">= len(source_tokens)) = "
-            f"(>= {len(target_tokens)}, >= {len(source_tokens)}). "
-            f"Received: attention.shape={attention.shape}"
-        )
-    dictionary = dictionary or {}
-    replaced = []
-    for i, token in enumerate(target_tokens):
-        if token == unk and source_tokens:
-            word = source_tokens[
-                int(attention[i, : len(source_tokens)].argmax())
-            ]
-            token = dictionary.get(word, word)
-        replaced.append(token)
-    return replaced
-
-
-def _check_length_arguments(max_length, relative_max_length):
-    if not _is_int(max_length) or max_length < 1:
-        raise ValueError(
-            "`max_length` must be a Python int >= 1 (it fixes the output "
-            f"shape). Received: max_length={max_length!r}"
-        )
-    if relative_max_length is not None:
-        if (
-            not isinstance(relative_max_length, tuple | list)
-            or len(relative_max_length) != 2
-            or not all(
-                isinstance(x, int | float) and math.isfinite(x)
-                for x in relative_max_length
-            )
-            or relative_max_length[0] < 0
-        ):
-            raise ValueError(
-                "`relative_max_length` must be None or a pair (a, b) of "
-                "numbers with a >= 0, giving at most floor(a * source_length "
-                "+ b) tokens. Received: "
-                f"relative_max_length={relative_max_length!r}"
-            )
-
-
-def _check_beam_arguments(beam_size, n_best, length_penalty, coverage_penalty):
-    if not _is_int(beam_size) or beam_size < 1:
-        raise ValueError(
-            "`beam_size` must be a Python int >= 1. "
-            f"Received: beam_size={beam_size!r}"
-        )
-    if not _is_int(n_best) or not 1 <= n_best <= beam_size:
-        raise ValueError(
-            "`n_best` must be an int between 1 and `beam_size`. Received: "
-            f"n_best={n_best!r}, beam_size={beam_size}"
-        )
-    for name, value in [
-        ("length_penalty", length_penalty),
-        ("coverage_penalty", coverage_penalty),
-    ]:
-        if name == "length_penalty" and ops.is_tensor(value):
-            continue  # a run-time input: checked where it is fed
-        if not (isinstance(value, int | float) and math.isfinite(value)):
-            raise ValueError(
-                f"`{name}` must be a finite number >= 0. "
-                f"Received: {name}={value!r}"
-            )
-        if value < 0:
-            raise ValueError(
-                f"`{name}` must be >= 0 (a negative value would reward what "
-                f"the penalty is meant to discourage). Received: {name}={value}"
-            )
-
-
-def _is_int(value):
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _max_lengths(source_mask, max_length, relative_max_length):
     """Per-sentence `L_i` (tokens, EOS included), see the module docstring."""
     batch_size = ops.shape(source_mask)[0]
@@ -598,14 +510,3 @@ def _gather_beams(tensor, beams):
     for _ in range(len(tensor.shape) - 2):
         beams = ops.expand_dims(beams, -1)  # (batch, beam, 1, ...)
     return ops.take_along_axis(tensor, beams, axis=1)
-
-
-__all__ = [
-    "BOS_ID",
-    "EOS_ID",
-    "PAD_ID",
-    "SearchResult",
-    "beam_search",
-    "greedy_search",
-    "replace_unknown_words",
-]

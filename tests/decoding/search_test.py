@@ -1,17 +1,19 @@
+import functools
 import itertools
 
 import numpy as np
 import pytest
 from keras import ops
 
-from keras_bahdanau.decoding import BOS_ID
 from keras_bahdanau.decoding import COVERAGE_FLOOR
-from keras_bahdanau.decoding import EOS_ID
-from keras_bahdanau.decoding import PAD_ID
+from keras_bahdanau.decoding import SearchConfig
 from keras_bahdanau.decoding import SearchResult
 from keras_bahdanau.decoding import beam_search
 from keras_bahdanau.decoding import greedy_search
-from keras_bahdanau.decoding import replace_unknown_words
+from keras_bahdanau.decoding import search
+from keras_bahdanau.reserved import BOS_ID
+from keras_bahdanau.reserved import EOS_ID
+from keras_bahdanau.reserved import PAD_ID
 
 HISTORY_SIZE = 7  # The model hashes the whole history into 0..6.
 SOURCES = np.array([[4, 6, 8, 3], [7, 5, 0, 0]], "int32")  # Right-padded.
@@ -273,9 +275,9 @@ def test_small_beam_follows_the_algorithm_and_batch_equals_one_by_one():
 
 def test_relative_max_length_forces_eos_at_each_sentence_limit():
     model = TableModel(eos_bias=-30.0)  # Never stops by itself.
-    for search in (greedy_search, beam_search):
+    for run in (greedy_search, functools.partial(beam_search, beam_size=4)):
         result = to_numpy(
-            search(model, SOURCES, max_length=8, relative_max_length=(0.5, 1))
+            run(model, SOURCES, max_length=8, relative_max_length=(0.5, 1))
         )
         np.testing.assert_array_equal(result.lengths, [[3], [2]])
         np.testing.assert_array_equal(result.token_ids[:, 0, 3:], 0)
@@ -285,7 +287,7 @@ def test_relative_max_length_forces_eos_at_each_sentence_limit():
 def test_search_compiles(backend):
     model = TableModel()
 
-    def search(source_ids):
+    def run(source_ids):
         return beam_search(
             model,
             source_ids,
@@ -299,13 +301,13 @@ def test_search_compiles(backend):
     if backend == "jax":
         import jax
 
-        compiled = jax.jit(search)
+        compiled = jax.jit(run)
     elif backend == "tensorflow":
         import tensorflow as tf
 
         # Unknown batch and source length, as in a SavedModel signature.
         compiled = tf.function(
-            search, input_signature=[tf.TensorSpec((None, None), tf.int32)]
+            run, input_signature=[tf.TensorSpec((None, None), tf.int32)]
         )
     else:
         pytest.skip("torch runs ops.while_loop as a Python loop.")
@@ -334,43 +336,39 @@ def test_search_compiles(backend):
     ],
 )
 def test_bad_arguments_raise_a_clear_error(kwargs, message):
+    kwargs = {"beam_size": 4, "max_length": 100, **kwargs}
     with pytest.raises(ValueError, match=message):
         beam_search(TableModel(), SOURCES, **kwargs)
+
+
+def test_search_runs_the_search_its_config_asks_for():
+    model = TableModel(seed=3, eos_bias=-1.0)
+    for config, expected in [
+        (
+            SearchConfig(beam_size=1, max_length=6),
+            greedy_search(model, SOURCES, max_length=6),
+        ),
+        (
+            # Without max_length: floor(1.0 * 4 + 2) = 6 for 4 columns.
+            SearchConfig(
+                beam_size=3,
+                n_best=2,
+                length_penalty=0.6,
+                relative_max_length=(1.0, 2),
+            ),
+            beam_search(
+                model, SOURCES, 3, 6, (1.0, 2), length_penalty=0.6, n_best=2
+            ),
+        ),
+    ]:
+        result = to_numpy(search(model, SOURCES, config))
+        for field, value in to_numpy(expected)._asdict().items():
+            np.testing.assert_array_equal(getattr(result, field), value)
 
 
 def test_greedy_bad_max_length_raises():
     with pytest.raises(ValueError, match="max_length=2.5"):
         greedy_search(TableModel(), SOURCES, max_length=2.5)
-
-
-def test_replace_unknown_words():
-    attention = np.array(
-        [[0.7, 0.2, 0.1, 0.0], [0.1, 0.1, 0.8, 0.0], [0.0, 0.9, 0.1, 0.0]]
-    )  # One padding column.
-    source = ["the", "cat", "Zurich"]
-    assert replace_unknown_words(
-        ["le", "[UNK]", "[UNK]"], source, attention
-    ) == ["le", "Zurich", "cat"]
-    assert replace_unknown_words(
-        ["le", "[UNK]", "<unk>"],
-        source,
-        attention,
-        dictionary={"Zurich": "Zurich-FR", "the": "le"},
-        unk="<unk>",
-    ) == ["le", "[UNK]", "cat"]
-    assert replace_unknown_words(
-        ["[UNK]"], source, attention, dictionary={"the": "le"}
-    ) == ["le"]
-    assert replace_unknown_words(["a", "b"], source, attention) == ["a", "b"]
-    result = replace_unknown_words(["le", "[UNK]"], source, attention)
-    assert result == ["le", "Zurich"]
-
-
-def test_replace_unknown_words_checks_the_attention_shape():
-    with pytest.raises(ValueError, match=r"attention.shape=\(2, 2\)"):
-        replace_unknown_words(["[UNK]"], ["a", "b", "c"], np.ones((2, 2)))
-    with pytest.raises(ValueError, match=r"attention.shape=\(1, 3\)"):
-        replace_unknown_words(["a", "[UNK]"], ["a", "b", "c"], np.ones((1, 3)))
 
 
 def test_coverage_penalty_of_a_model_without_attention_is_finite():

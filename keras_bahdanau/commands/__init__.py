@@ -1,0 +1,1 @@
+"""The `keras-bahdanau` commands: one module per command."""

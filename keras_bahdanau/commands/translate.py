@@ -1,0 +1,94 @@
+"""`keras-bahdanau translate RUN_DIR`: one sentence per line, translated."""
+
+import sys
+
+from keras_bahdanau.commands.flags import add_search_arguments
+from keras_bahdanau.commands.flags import search_config
+from keras_bahdanau.commands.flags import translator_from_args
+from keras_bahdanau.data import read_lines
+from keras_bahdanau.validation import InputError
+
+
+def add_arguments(parser):
+    parser.description = (
+        "Translate one sentence per line from --input (default: stdin) to "
+        "--output (default: stdout): one output line per input line, an "
+        "empty input line giving an empty line. With --n-best N > 1 the "
+        "output is Moses' n-best format `i ||| translation ||| score` (i: "
+        "0-based input line), up to N lines per input line, best first. "
+        "The whole input is read and checked to be UTF-8 before the model "
+        "loads (see --errors)."
+    )
+    parser.add_argument("run_dir", metavar="RUN_DIR", help="run directory")
+    parser.add_argument("--input", help="input file (default: stdin)")
+    parser.add_argument("--output", help="output file (default: stdout)")
+    add_search_arguments(parser)
+    parser.add_argument(
+        "--n-best", type=int, default=1, help="hypotheses per sentence"
+    )
+    parser.add_argument(
+        "--replace-unknown",
+        action="store_true",
+        help="replace [UNK] by the most attended source word",
+    )
+    parser.add_argument(
+        "--dictionary",
+        help="with --replace-unknown: a file of `source<TAB>target` word "
+        "pairs used to translate the copied source words",
+    )
+
+
+def run(args):
+    search = search_config(args, n_best=args.n_best)
+    # All input first: bad input fails at once, before the model loads.
+    sentences = read_lines(args.input, args.errors)
+    dictionary = (
+        _read_dictionary(args.dictionary, args.errors)
+        if args.dictionary
+        else None
+    )
+    translator = translator_from_args(args)
+    output = (
+        open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
+    )
+    try:
+        # Chunks of several batches: sorting by length pays off, yet the
+        # output of a long input streams. (A bad --batch-size is refused
+        # by `translate`.)
+        chunk_size = 8 * max(args.batch_size, 1)
+        for start in range(0, len(sentences), chunk_size):
+            results = translator.translate(
+                sentences[start : start + chunk_size],
+                search,
+                replace_unknown=args.replace_unknown,
+                dictionary=dictionary,
+                batch_size=args.batch_size,
+            )
+            for index, hypotheses in enumerate(results, start):
+                if search.n_best == 1:
+                    output.write(hypotheses.text + "\n")
+                else:
+                    for hypothesis in hypotheses:
+                        output.write(
+                            f"{index} ||| {hypothesis.text} ||| "
+                            f"{hypothesis.score:.6f}\n"
+                        )
+            output.flush()
+    finally:
+        if args.output:
+            output.close()
+    return 0
+
+
+def _read_dictionary(path, errors="strict"):
+    """Reads `source<TAB>target` lines into a dict."""
+    dictionary = {}
+    for number, line in enumerate(read_lines(path, errors), 1):
+        fields = line.split("\t")
+        if len(fields) != 2:
+            raise InputError(
+                f"{str(path)!r}, line {number}: expected "
+                f"`source<TAB>target`. Received: {line.rstrip()!r}"
+            )
+        dictionary[fields[0]] = fields[1]
+    return dictionary

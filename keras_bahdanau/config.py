@@ -1,0 +1,282 @@
+"""The train config: its schema (`DEFAULTS`), recipes and resolution.
+
+Configs are TOML (see `examples/ding_de_en.toml`); `resolve_config` checks
+every key and value, so that a bad config stops before training.
+"""
+
+import contextlib
+import copy
+import tomllib
+from pathlib import Path
+
+from keras_bahdanau.data.loading import CORPORA
+from keras_bahdanau.data.vocabulary import TOKENIZERS
+from keras_bahdanau.distribution import STRATEGIES
+from keras_bahdanau.models.factory import ARCHITECTURES
+from keras_bahdanau.models.translation_model import REGULARIZATION
+from keras_bahdanau.training import OPTIMIZERS
+
+# The schema: every key a config may set, with its default. The defaults
+# are the "small_data" recipe; RECIPES["paper"] is the paper's.
+DEFAULTS = {
+    "run_dir": "runs/ding_de_en",
+    # "small_data" (these defaults) or "paper" (RECIPES["paper"] on top).
+    "recipe": "small_data",
+    "data": {
+        # "ding_de_en", "bible_en_fr" (World English Bible -> Louis Segond
+        # 1910), "files" (aligned files) or "tsv".
+        "corpus": "ding_de_en",
+        "source_file": "",
+        "target_file": "",
+        # "files" with these: explicit dev and test sets; without them the
+        # pairs of source_file/target_file are split by hash.
+        "dev_source_file": "",
+        "dev_target_file": "",
+        "test_source_file": "",
+        "test_target_file": "",
+        "tsv_file": "",
+        "max_length": 50,
+        "max_train_pairs": 0,  # 0: all
+        "lowercase": False,
+    },
+    "tokenizer": {
+        # "word", "wordpiece", or SentencePiece "unigram" or "bpe".
+        "kind": "unigram",
+        "source_vocabulary_size": 4000,
+        "target_vocabulary_size": 4000,
+        # One vocabulary learnt from both languages (the source size).
+        "joint": False,
+    },
+    "model": {
+        # "rnnsearch", "rnnencdec" or "pervasive_attention".
+        "architecture": "rnnsearch",
+        "preset": "rnnsearch_tiny",
+        # Overrides of the preset; 0 / "" keep the preset's value.
+        "embedding_dim": 0,
+        "hidden_dim": 0,
+        "maxout_dim": 0,
+        # Regularisation (see RNNSearch); all 0 in the paper.
+        "dropout": 0.2,  # on the readout t_i
+        "embedding_dropout": 0.1,
+        "word_dropout": 0.1,
+        "hidden_dropout": 0.1,
+        "recurrent_dropout": 0.0,
+        "tie_embeddings": True,
+        "initialization": "glorot",
+    },
+    "training": {
+        "optimizer": "adam",  # or "adadelta", the paper's
+        "learning_rate": 0.002,  # 0: the optimizer's default
+        "clipnorm": 1.0,
+        "label_smoothing": 0.1,
+        "epochs": 10,
+        "batch_size": 64,
+        "precision": "float32",  # or "mixed_float16", "mixed_bfloat16"
+        # "bleu": the best checkpoint, early stopping and learning-rate
+        # decay follow dev BLEU; "loss": dev loss.
+        "selection": "bleu",
+        "patience": 3,  # early stopping, in epochs
+        # Learning rate times lr_decay after lr_patience epochs without
+        # progress on the selection criterion; 0: constant.
+        "lr_decay": 0.5,
+        "lr_patience": 2,
+        "seed": 1234,
+        "backup_every_steps": 100,
+    },
+    "evaluation": {
+        "beam_size": 5,
+        "max_sentences": 0,  # 0: the whole dev/test split
+        # Dev sentences translated after each epoch for selection on BLEU
+        # (the first N of the dev split; 0: all).
+        "selection_sentences": 300,
+        # Unknown words replaced by their most attended source word
+        # (word-level tokenizers only).
+        "replace_unknown": True,
+    },
+    "distribution": {
+        # "none", "data_parallel" or "model_parallel" (JAX), "mirrored"
+        # (TensorFlow); training.batch_size stays the global batch.
+        "strategy": "none",
+        "devices": 0,  # 0: all; on a CPU-only host, N splits the CPU
+        "model_shards": 0,  # model_parallel: devices per vocabulary; 0: all
+    },
+}
+
+FLAGS = {
+    "--run-dir": "run_dir",
+    "--corpus": "data.corpus",
+    "--tokenizer": "tokenizer.kind",
+    "--architecture": "model.architecture",
+    "--preset": "model.preset",
+    "--optimizer": "training.optimizer",
+    "--epochs": "training.epochs",
+    "--batch-size": "training.batch_size",
+    "--precision": "training.precision",
+    "--distribution": "distribution.strategy",
+    "--devices": "distribution.devices",
+}
+
+# The paper's recipe (section 4.2, appendix B): word shortlists of 30,000,
+# N(0, 0.01^2) initialisation, no regularisation, Adadelta, batches of 80,
+# early stopping on the dev loss.
+RECIPES = {
+    "small_data": {},
+    "paper": {
+        "tokenizer": {
+            "kind": "word",
+            "source_vocabulary_size": 30000,
+            "target_vocabulary_size": 30000,
+        },
+        "model": {**REGULARIZATION, "initialization": "paper"},
+        "training": {
+            "optimizer": "adadelta",
+            "learning_rate": 0.0,
+            "label_smoothing": 0.0,
+            "batch_size": 80,
+            "selection": "loss",
+            "lr_decay": 0.0,
+        },
+    },
+}
+
+CHOICES = {
+    "recipe": tuple(RECIPES),
+    "data.corpus": CORPORA,
+    "tokenizer.kind": tuple(TOKENIZERS),
+    "model.architecture": tuple(ARCHITECTURES),
+    "training.optimizer": OPTIMIZERS,
+    "training.selection": ("bleu", "loss"),
+    "training.precision": ("float32", "mixed_float16", "mixed_bfloat16"),
+    "distribution.strategy": STRATEGIES,
+}
+
+
+# The numeric keys with a range: (test, the range in words).
+_POSITIVE = (lambda value: value > 0, "positive")
+_ALL_OR_POSITIVE = (lambda value: value >= 0, "0 (all) or positive")
+_FRACTION = (lambda value: 0.0 <= value < 1.0, "in [0, 1)")
+RANGES = {
+    "data.max_length": _POSITIVE,
+    "training.epochs": _POSITIVE,
+    "training.batch_size": _POSITIVE,
+    "training.backup_every_steps": _POSITIVE,
+    "training.label_smoothing": _FRACTION,
+    "training.lr_decay": _FRACTION,
+    "training.lr_patience": _POSITIVE,
+    "evaluation.selection_sentences": _ALL_OR_POSITIVE,
+    "distribution.devices": _ALL_OR_POSITIVE,
+    "distribution.model_shards": _ALL_OR_POSITIVE,
+}
+
+
+class ConfigError(ValueError):
+    """A config that cannot run; the message names the key and the fix."""
+
+
+@contextlib.contextmanager
+def config_errors(prefix, *errors):
+    """Re-raises `errors` as a `ConfigError` "`prefix` message" (a `with`)."""
+    try:
+        yield
+    except ConfigError:
+        raise
+    except errors as error:
+        raise ConfigError(f"{prefix} {error}") from None
+
+
+def _merge(defaults, overrides, prefix=""):
+    merged = copy.deepcopy(defaults)
+    for key, value in overrides.items():
+        name = f"{prefix}{key}"
+        if key not in defaults:
+            raise ConfigError(
+                f"Unknown config key {name!r}. Known keys here: "
+                f"{sorted(defaults)}"
+            )
+        if isinstance(defaults[key], dict):
+            if not isinstance(value, dict):
+                raise ConfigError(f"{name!r} must be a table (section).")
+            merged[key] = _merge(defaults[key], value, f"{name}.")
+        else:
+            merged[key] = _coerce(name, defaults[key], value)
+    return merged
+
+
+def _coerce(name, default, value):
+    """Converts `value` to the type of `default` (strings come from CLI)."""
+    kind = type(default)
+    if isinstance(value, str) and kind is not str:
+        if kind is bool:
+            if value.lower() not in ("true", "false"):
+                raise ConfigError(f"{name} must be true or false: {value!r}")
+            return value.lower() == "true"
+        try:
+            value = kind(value)
+        except ValueError:
+            raise ConfigError(
+                f"{name} must be a {kind.__name__}. Received: {value!r}"
+            ) from None
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if type(value) is not kind:
+        raise ConfigError(
+            f"{name} must be a {kind.__name__}. Received: {value!r}"
+        )
+    if name in CHOICES and value not in CHOICES[name]:
+        raise ConfigError(
+            f"{name} must be one of {CHOICES[name]}. Received: {value!r}"
+        )
+    return value
+
+
+def _set(tree, dotted, value):
+    """Sets `tree["a"]["b"] = value` for `dotted` "a.b", making tables."""
+    *sections, key = dotted.split(".")
+    for section in sections:
+        if not isinstance(tree.get(section), dict):
+            tree[section] = {}
+        tree = tree[section]
+    tree[key] = value
+
+
+def resolve_config(config_path=None, overrides=()):
+    """The config from a TOML file plus `section.key=value` overrides.
+
+    Args:
+        config_path: a TOML file with the sections of `DEFAULTS`, or None.
+        overrides: `"section.key=value"` strings, typed like the default.
+
+    Returns:
+        `DEFAULTS` updated by the recipe's, the file's and the overrides'
+        settings, in this order.
+
+    Raises:
+        ConfigError: a missing or invalid file, an unknown key, or a value
+            of the wrong type or out of range (`CHOICES`, `RANGES`).
+    """
+    raw = {}
+    if config_path is not None:
+        path = Path(config_path)
+        if not path.is_file():
+            raise ConfigError(f"Config file not found: {path}")
+        try:
+            raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as error:
+            raise ConfigError(f"{path} is not valid TOML: {error}") from None
+    for override in overrides:
+        key, sep, value = override.partition("=")
+        if not sep:
+            raise ConfigError(
+                f"Overrides look like section.key=value. Received: {override!r}"
+            )
+        _set(raw, key.strip(), value.strip())
+    default = DEFAULTS["recipe"]
+    recipe = _coerce("recipe", default, raw.get("recipe", default))
+    config = _merge(_merge(DEFAULTS, RECIPES[recipe]), raw)
+    for name, (allowed, rule) in RANGES.items():
+        section, key = name.split(".")
+        if not allowed(config[section][key]):
+            raise ConfigError(
+                f"{name} must be {rule}. Received: {config[section][key]}"
+            )
+    return config

@@ -1,0 +1,140 @@
+"""`SearchConfig`: the search options, their defaults and their checks."""
+
+import dataclasses
+import math
+
+from keras import ops
+
+from keras_bahdanau.validation import check_int
+from keras_bahdanau.validation import check_number
+from keras_bahdanau.validation import is_int
+
+# Without `max_length`, sentence `i` may have `2 * Tx_i + 10` tokens.
+DEFAULT_RELATIVE_MAX_LENGTH = (2.0, 10)
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchConfig:
+    """How to search: greedy or beam, penalties, maximum lengths.
+
+    Frozen and hashable (the compiled searches are cached by it), and
+    checked on construction. `search()` runs greedy search when
+    `beam_size == 1` and both penalties are 0, beam search otherwise.
+
+    Args:
+        beam_size: int >= 1, the number of hypotheses kept alive.
+        n_best: int in `[1, beam_size]`, hypotheses returned per sentence.
+        length_penalty: GNMT `alpha >= 0` (0 = none); Wu et al. tune it in
+            [0.6, 0.7] roughly.
+        coverage_penalty: GNMT `beta >= 0` (0 = none).
+        max_length: int >= 1, the most target tokens (EOS included), or
+            None: at most `floor(a * Tx + b)` for a source of `Tx` tokens,
+            `(a, b) = relative_max_length or DEFAULT_RELATIVE_MAX_LENGTH`.
+        relative_max_length: None or `(a, b)`, `a >= 0`: sentence `i` has
+            at most `floor(a * Tx_i + b)` tokens (and `max_length`).
+
+    Example:
+
+    ```python
+    config = SearchConfig(beam_size=12, n_best=3, length_penalty=0.6)
+    result = search(model, source_ids, config)
+    ```
+
+    Reference:
+        Wu et al., 2016, "Google's Neural Machine Translation System",
+        arXiv:1609.08144, §7 (length normalization, coverage penalty).
+    """
+
+    beam_size: int = 5
+    n_best: int = 1
+    length_penalty: float = 0.0
+    coverage_penalty: float = 0.0
+    max_length: int | None = None
+    relative_max_length: tuple | None = None
+
+    def __post_init__(self):
+        if isinstance(self.relative_max_length, list):  # e.g. from JSON
+            relative = tuple(self.relative_max_length)
+            object.__setattr__(self, "relative_max_length", relative)
+        check_search_arguments(**dataclasses.asdict(self), allow_none=True)
+
+    @property
+    def is_greedy(self):
+        return self.beam_size == 1 and not (
+            self.length_penalty or self.coverage_penalty
+        )
+
+    def for_source_length(self, source_length):
+        """This config with an int `max_length` for sources this wide.
+
+        The searches need one: it fixes their output shape.
+        """
+        if self.max_length is not None:
+            return self
+        a, b = self.relative_max_length or DEFAULT_RELATIVE_MAX_LENGTH
+        return dataclasses.replace(
+            self,
+            max_length=max(1, int(a * source_length + b)),
+            relative_max_length=(a, b),
+        )
+
+
+def as_search_config(search):
+    """`search`, or `SearchConfig()` for None; a `ValueError` otherwise."""
+    if search is None:
+        return SearchConfig()
+    if not isinstance(search, SearchConfig):
+        raise ValueError(
+            "`search` must be a keras_bahdanau.decoding.SearchConfig or "
+            f"None. Received: search={search!r}"
+        )
+    return search
+
+
+def check_search_arguments(
+    max_length,
+    relative_max_length=None,
+    beam_size=1,
+    n_best=1,
+    length_penalty=0.0,
+    coverage_penalty=0.0,
+    allow_none=False,
+):
+    """Raises a `ValueError` naming the first bad search argument.
+
+    The one check of `SearchConfig` and the search loops (arguments as
+    for `SearchConfig`; `allow_none`: whether `max_length` may be None).
+    A scalar tensor `length_penalty` (a serving input) is checked where
+    it is fed.
+    """
+    check_int(
+        "max_length",
+        max_length,
+        allow_none=allow_none,
+        why="(it fixes the output shape)",
+    )
+    if relative_max_length is not None and (
+        not isinstance(relative_max_length, tuple | list)
+        or len(relative_max_length) != 2
+        or not all(
+            isinstance(x, int | float) and math.isfinite(x)
+            for x in relative_max_length
+        )
+        or relative_max_length[0] < 0
+    ):
+        raise ValueError(
+            "`relative_max_length` must be None or a pair (a, b) of "
+            "numbers with a >= 0, giving at most floor(a * source_length "
+            "+ b) tokens. Received: "
+            f"relative_max_length={relative_max_length!r}"
+        )
+    check_int("beam_size", beam_size)
+    if not is_int(n_best) or not 1 <= n_best <= beam_size:
+        raise ValueError(
+            "`n_best` must be an int between 1 and `beam_size`. Received: "
+            f"n_best={n_best!r}, beam_size={beam_size}"
+        )
+    why = "(a negative value would reward what the penalty discourages)"
+    if not ops.is_tensor(length_penalty):
+        check_number("length_penalty", length_penalty, why=why)
+    check_number("coverage_penalty", coverage_penalty, why=why)

@@ -1,0 +1,204 @@
+import keras
+from keras import ops
+
+from keras_bahdanau.initializers import BlockOrthogonal
+from keras_bahdanau.initializers import independent
+from keras_bahdanau.validation import check_int
+
+
+@keras.saving.register_keras_serializable(package="keras_bahdanau")
+class ContextGRUCell(keras.layers.Layer):
+    """The GRU step of RNNencdec's decoder, conditioned on a fixed `c`.
+
+    Cho et al. (2014), appendix A.2: the summary `c` of the source enters
+    both gates and, through `C c`, the candidate state inside the reset
+    gate, next to the recurrent term:
+
+    ```
+    z'_t  = sigmoid(W'_z e(y_{t-1}) + U'_z h'_{t-1} + C_z c)
+    r'_t  = sigmoid(W'_r e(y_{t-1}) + U'_r h'_{t-1} + C_r c)
+    h~'_t = tanh(W' e(y_{t-1}) + r'_t * (U' h'_{t-1} + C c))
+    h'_t  = z'_t * h'_{t-1} + (1 - z'_t) * h~'_t
+    ```
+
+    Unlike RNNsearch's `AttentionGRUCell` (Bahdanau et al. 2015, A.2.2),
+    where `C c_i` is added outside the reset gate and the gate is applied
+    before the recurrent product, here the reset gate scales the sum
+    `U' h'_{t-1} + C c`. The update gate follows Cho et al. (and
+    `keras.layers.GRUCell`): `z'` keeps the old state. The paper omits
+    biases; the gates and the candidate have one, outside the reset gate.
+
+    The terms that do not change from step to step are computed outside
+    the recurrence by the decoding searches: `precompute(c)` gives
+    `[C_z; C_r; C] c` once per sentence and `project_inputs(e(y_{t-1}))`
+    gives `[W'_z; W'_r; W'] e(y_{t-1}) + b`; `step` then only multiplies
+    `h'_{t-1}` by `[U'_z, U'_r, U']`, one matrix product, as the reset
+    gate comes after it.
+
+    Inside `keras.layers.RNN` (which has no `constants=` argument in
+    Keras 3) `c` rides along as a second state that the cell returns
+    unchanged: pass `initial_state=[h'_0, c]`.
+
+    Args:
+        units: int, size `n` of the decoder state `h'`.
+        context_dim: int, size of the context `c`.
+        kernel_initializer: initializer of `W'`, `W'_z`, `W'_r` and of
+            `C`, `C_z`, `C_r` (each kernel draws its own values).
+        recurrent_initializer: initializer of `U'`, `U'_z`, `U'_r`; by
+            default each is a random orthogonal matrix.
+        **kwargs: base layer arguments.
+
+    Call arguments (inside `keras.layers.RNN`):
+        inputs: `(batch, input_dim)`, the embedded previous word
+            `e(y_{t-1})`.
+        states: `[h'_{t-1}, c]`, `(batch, units)` and
+            `(batch, context_dim)`.
+
+    Returns:
+        `(h'_t, [h'_t, c])`, `h'_t` having shape `(batch, units)`.
+
+    Example:
+
+    >>> cell = ContextGRUCell(16, context_dim=12)
+    >>> rnn = keras.layers.RNN(cell, return_sequences=True)
+    >>> states = rnn(np.zeros((2, 4, 8), "float32"), initial_state=[
+    ...     np.zeros((2, 16), "float32"), np.ones((2, 12), "float32")])
+    >>> tuple(states.shape)
+    (2, 4, 16)
+    >>> state = cell.step(
+    ...     cell.project_inputs(np.zeros((2, 8), "float32")),
+    ...     np.zeros((2, 16), "float32"),
+    ...     cell.precompute(np.ones((2, 12), "float32")))
+    >>> tuple(state.shape)
+    (2, 16)
+
+    Reference:
+        Cho, van Merrienboer, Gulcehre, Bahdanau, Bougares, Schwenk,
+        Bengio. Learning Phrase Representations using RNN Encoder-Decoder
+        for Statistical Machine Translation. EMNLP 2014, arXiv:1406.1078,
+        appendix A.2 (decoder).
+    """
+
+    def __init__(
+        self,
+        units,
+        context_dim,
+        kernel_initializer="glorot_uniform",
+        recurrent_initializer="block_orthogonal",
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        check_int("units", units)
+        check_int("context_dim", context_dim)
+        self.units = units
+        self.context_dim = context_dim
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        if recurrent_initializer == "block_orthogonal":
+            recurrent_initializer = BlockOrthogonal()
+        self.recurrent_initializer = keras.initializers.get(
+            recurrent_initializer
+        )
+        self.state_size = [units, context_dim]
+        self.output_size = units
+
+    def build(self, input_shape):
+        n = self.units
+        # Gates packed as [z', r', candidate] so each product is one matmul.
+        self.kernel = self.add_weight(
+            name="kernel",  # [W'_z, W'_r, W']
+            shape=(input_shape[-1], 3 * n),
+            initializer=independent(self.kernel_initializer, 0),
+        )
+        self.recurrent_kernel = self.add_weight(
+            name="recurrent_kernel",  # [U'_z, U'_r, U']
+            shape=(n, 3 * n),
+            initializer=self.recurrent_initializer,
+        )
+        self.context_kernel = self.add_weight(
+            name="context_kernel",  # [C_z, C_r, C]
+            shape=(self.context_dim, 3 * n),
+            initializer=independent(self.kernel_initializer, 1),
+        )
+        self.bias = self.add_weight(
+            name="bias", shape=(3 * n,), initializer="zeros"
+        )
+
+    def precompute(self, context):
+        """`[C_z; C_r; C] c`: `(batch, context_dim) -> (batch, 3n)`.
+
+        The context terms of every step of one sentence, computed once.
+        """
+        context = ops.convert_to_tensor(context, self.compute_dtype)
+        return ops.matmul(context, self._weight(self.context_kernel))
+
+    def project_inputs(self, inputs):
+        """`[W'_z; W'_r; W'] e(y_{t-1}) + b`: `(..., m) -> (..., 3n)`.
+
+        Takes one step's inputs or all steps' at once.
+        """
+        inputs = ops.convert_to_tensor(inputs, self.compute_dtype)
+        return ops.matmul(inputs, self._weight(self.kernel)) + self._weight(
+            self.bias
+        )
+
+    def _weight(self, variable):
+        """`variable` in the compute dtype.
+
+        Inside `__call__` Keras already casts variables so (autocast);
+        `precompute`, `project_inputs` and `step` are also called directly
+        by the searches, where float32 variables would meet bfloat16
+        activations under a mixed policy.
+        """
+        return ops.cast(variable, self.compute_dtype)
+
+    def step(self, projected_inputs, state, context_terms):
+        """One decoder step; pure, for search and tests.
+
+        Args:
+            projected_inputs: `(batch, 3n)`, `project_inputs(e(y_{t-1}))`.
+            state: `(batch, units)`, `h'_{t-1}`.
+            context_terms: `(batch, 3n)`, `precompute(c)`.
+
+        Returns:
+            `h'_t`, `(batch, units)`.
+        """
+        n = self.units
+        state = ops.convert_to_tensor(state, self.compute_dtype)
+        # (batch, 3n): [U'_z h', U'_r h', U' h'], the reset gate comes after.
+        recurrent = ops.matmul(state, self._weight(self.recurrent_kernel))
+        gates = projected_inputs[:, : 2 * n] + recurrent[:, : 2 * n]
+        gates = ops.sigmoid(gates + context_terms[:, : 2 * n])
+        z, r = gates[:, :n], gates[:, n:]
+        candidate = ops.tanh(
+            projected_inputs[:, 2 * n :]
+            + r * (recurrent[:, 2 * n :] + context_terms[:, 2 * n :])
+        )
+        return z * state + (1.0 - z) * candidate
+
+    def call(self, inputs, states, training=None):
+        state, context = states
+        new_state = self.step(
+            self.project_inputs(inputs), state, self.precompute(context)
+        )
+        return new_state, [new_state, context]
+
+    def get_initial_state(self, batch_size=None):
+        raise ValueError(
+            "ContextGRUCell has no context to condition on. Call the RNN "
+            "with `initial_state=[h'_0, c]`: the decoder's first state "
+            f"(batch, {self.units}) and the context (batch, "
+            f"{self.context_dim}). Received: initial_state=None"
+        )
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "units": self.units,
+            "context_dim": self.context_dim,
+            "kernel_initializer": keras.initializers.serialize(
+                self.kernel_initializer
+            ),
+            "recurrent_initializer": keras.initializers.serialize(
+                self.recurrent_initializer
+            ),
+        }

@@ -1,0 +1,79 @@
+import pytest
+
+from keras_bahdanau.config import ConfigError
+from keras_bahdanau.config import config_errors
+from keras_bahdanau.config import resolve_config
+
+
+def test_config_defaults_and_overrides():
+    config = resolve_config(None, ["training.epochs=3", "data.lowercase=true"])
+    assert config["training"]["epochs"] == 3
+    assert config["data"]["lowercase"] is True
+    assert config["model"]["architecture"] == "rnnsearch"
+
+
+def test_example_config_is_valid():
+    config = resolve_config("examples/ding_de_en.toml")
+    assert config["data"]["corpus"] == "ding_de_en"
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("training.epoch=3", "Unknown config key 'training.epoch'"),
+        ("trainer.epochs=3", "Unknown config key 'trainer'"),
+        ("training.epochs=many", "training.epochs must be a int"),
+        ("training.epochs=0", "training.epochs must be positive"),
+        ("training.optimizer=sgd", "training.optimizer must be one of"),
+        ("epochs", "section.key=value"),
+    ],
+)
+def test_bad_config_is_rejected_before_training(override, message):
+    with pytest.raises(ConfigError, match=message):
+        resolve_config(None, [override])
+
+
+def test_missing_config_file():
+    with pytest.raises(ConfigError, match="Config file not found"):
+        resolve_config("no/such/config.toml")
+
+
+def test_recipes():
+    small = resolve_config(None, [])
+    assert small["recipe"] == "small_data"
+    assert small["tokenizer"]["kind"] == "unigram"
+    assert small["training"]["selection"] == "bleu"
+    assert small["model"]["tie_embeddings"] is True
+    paper = resolve_config(None, ["recipe=paper"])
+    assert paper["training"]["optimizer"] == "adadelta"
+    assert paper["model"]["initialization"] == "paper"
+    assert paper["tokenizer"] == {
+        "kind": "word",
+        "source_vocabulary_size": 30000,
+        "target_vocabulary_size": 30000,
+        "joint": False,
+    }
+    assert not any(
+        paper["model"][key]
+        for key in ("dropout", "word_dropout", "tie_embeddings")
+    )
+    # The user's keys win over the recipe's.
+    mixed = resolve_config(None, ["recipe=paper", "training.optimizer=adam"])
+    assert mixed["training"]["optimizer"] == "adam"
+    with pytest.raises(ConfigError, match="recipe must be one of"):
+        resolve_config(None, ["recipe=fast"])
+    with pytest.raises(ConfigError, match="label_smoothing must be in"):
+        resolve_config(None, ["training.label_smoothing=1.5"])
+
+
+def test_config_errors_name_the_section():
+    with pytest.raises(ConfigError, match=r"^\[data\] No pairs\.$") as caught:
+        with config_errors("[data]", OSError, ValueError):
+            raise FileNotFoundError("No pairs.")
+    assert caught.value.__cause__ is None and caught.value.__suppress_context__
+    with pytest.raises(ConfigError, match="^training.epochs must be"):
+        with config_errors("[data]", ValueError):  # Not wrapped twice.
+            resolve_config(None, ["training.epochs=0"])
+    with pytest.raises(KeyError):  # Not one of the errors: not wrapped.
+        with config_errors("[data]", ValueError):
+            raise KeyError("x")

@@ -1,0 +1,44 @@
+import numpy as np
+from keras import ops
+
+from keras_bahdanau.decoding import SearchConfig
+from keras_bahdanau.decoding import compile_search
+from keras_bahdanau.decoding import compiled
+from keras_bahdanau.decoding import search
+from keras_bahdanau.models import RNNSearch
+
+SOURCES = np.array([[4, 6, 8, 3], [7, 5, 0, 0]], "int32")
+
+
+def tiny_model(seed):
+    model = RNNSearch(
+        10,
+        10,
+        embedding_dim=4,
+        hidden_dim=4,
+        maxout_dim=2,
+        initialization="glorot",
+    )
+    rng = np.random.default_rng(seed)
+    for variable in model.weights:
+        variable.assign(rng.normal(0.0, 0.5, variable.shape).astype("float32"))
+    return model
+
+
+def test_compiled_search_equals_search_and_is_shared(backend):
+    config = SearchConfig(beam_size=2, n_best=2, relative_max_length=(1.0, 1))
+    first, second = tiny_model(0), tiny_model(1)
+    before = len(compiled._compiled_searches)
+    results = [compile_search(m, config)(SOURCES) for m in (first, second)]
+    if backend in ("jax", "tensorflow"):
+        # One program for both models: the weights are its arguments.
+        assert len(compiled._compiled_searches) == before + 1
+    for model, result in zip((first, second), results, strict=True):
+        # Without max_length: floor(1.0 * 4 + 1) = 5 for 4 columns.
+        assert result.token_ids.shape == (2, 2, 5)
+        expected = search(model, SOURCES, config)
+        for field, value in expected._asdict().items():
+            np.testing.assert_allclose(
+                getattr(result, field), ops.convert_to_numpy(value), atol=1e-6
+            )
+    assert not np.array_equal(results[0].scores, results[1].scores)
