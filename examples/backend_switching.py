@@ -440,7 +440,7 @@ def load_worker(backend, output_dir, config):
     A model moved to a new backend is best compiled again there.
     """
     keras, _, _ = import_backend(backend)
-    import keras_bahdanau  # noqa: F401 (registers the model classes)
+    import keras_bahdanau.models  # noqa: F401 (registers the model classes)
 
     inputs = evaluation_inputs(np.load(output_dir / "data.npz"))
     differences, errors = {}, {}

@@ -7,12 +7,16 @@ command runs, so `--help` is fast.
 A command stopped by bad input (`InputError`, e.g. a line of `translate`'s
 input that is not UTF-8) prints one line, `keras-bahdanau COMMAND:
 message`, to stderr and exits with status 2.
+So does a missing file (`FileNotFoundError`, e.g. a run directory that
+is not one); a damaged run directory is an `InputError` too. TensorFlow's
+C++ start-up log is dropped (`commands.start_tensorflow`).
 """
 
 import argparse
 import importlib
 import sys
 
+from keras_bahdanau.commands import start_tensorflow
 from keras_bahdanau.validation import InputError
 
 # Each command and its help; "plot-attention" runs the module
@@ -25,6 +29,11 @@ COMMANDS = {
     "export": "write a TF Serving SavedModel",
     "demo": "the README's main job, end to end",
 }
+
+
+# Commands that check their arguments before TensorFlow loads (in seconds)
+# and call `start_tensorflow` themselves.
+LATE_TENSORFLOW = ("train",)
 
 
 def main(argv=None):
@@ -42,6 +51,8 @@ def main(argv=None):
             # Only the chosen command's imports (TensorFlow, data, models)
             # are paid for.
             module = f"keras_bahdanau.commands.{name.replace('-', '_')}"
+            if name not in LATE_TENSORFLOW:
+                start_tensorflow()
             command = importlib.import_module(module)
             command.add_arguments(sub)
             sub.set_defaults(run=command.run)
@@ -51,7 +62,7 @@ def main(argv=None):
         return 2
     try:
         return args.run(args) or 0
-    except InputError as error:
+    except (InputError, FileNotFoundError) as error:
         print(f"keras-bahdanau {args.command}: {error}", file=sys.stderr)
         return 2
 

@@ -1,20 +1,17 @@
 """The train config: its schema (`DEFAULTS`), recipes and resolution.
 
 Configs are TOML (see `examples/ding_de_en.toml`); `resolve_config` checks
-every key and value, so that a bad config stops before training.
+every key and value, so that a bad config stops before training. This
+module imports nothing of Keras, TensorFlow or a backend, so that
+`keras-bahdanau train` reports a bad config at once, before they load
+(seconds); tests/config_test.py checks that its lists of choices are the
+package's own (`CHOICES`).
 """
 
 import contextlib
 import copy
 import tomllib
 from pathlib import Path
-
-from keras_bahdanau.data.loading import CORPORA
-from keras_bahdanau.data.vocabulary import TOKENIZERS
-from keras_bahdanau.distribution import STRATEGIES
-from keras_bahdanau.models.factory import ARCHITECTURES
-from keras_bahdanau.models.translation_model import REGULARIZATION
-from keras_bahdanau.training import OPTIMIZERS
 
 # The schema: every key a config may set, with its default. The defaults
 # are the "small_data" recipe; RECIPES["paper"] is the paper's.
@@ -127,7 +124,16 @@ RECIPES = {
             "source_vocabulary_size": 30000,
             "target_vocabulary_size": 30000,
         },
-        "model": {**REGULARIZATION, "initialization": "paper"},
+        "model": {
+            # models.translation_model.REGULARIZATION: all off.
+            "dropout": 0.0,
+            "embedding_dropout": 0.0,
+            "word_dropout": 0.0,
+            "hidden_dropout": 0.0,
+            "recurrent_dropout": 0.0,
+            "tie_embeddings": False,
+            "initialization": "paper",
+        },
         "training": {
             "optimizer": "adadelta",
             "learning_rate": 0.0,
@@ -141,13 +147,21 @@ RECIPES = {
 
 CHOICES = {
     "recipe": tuple(RECIPES),
-    "data.corpus": CORPORA,
-    "tokenizer.kind": tuple(TOKENIZERS),
-    "model.architecture": tuple(ARCHITECTURES),
-    "training.optimizer": OPTIMIZERS,
+    # data.loading.CORPORA, data.vocabulary.TOKENIZERS,
+    # models.factory.ARCHITECTURES, training.OPTIMIZERS and
+    # distribution.STRATEGIES, written out (see the module docstring).
+    "data.corpus": ("ding_de_en", "bible_en_fr", "files", "tsv"),
+    "tokenizer.kind": ("word", "wordpiece", "unigram", "bpe"),
+    "model.architecture": ("rnnsearch", "rnnencdec", "pervasive_attention"),
+    "training.optimizer": ("adadelta", "adam"),
     "training.selection": ("bleu", "loss"),
     "training.precision": ("float32", "mixed_float16", "mixed_bfloat16"),
-    "distribution.strategy": STRATEGIES,
+    "distribution.strategy": (
+        "none",
+        "data_parallel",
+        "model_parallel",
+        "mirrored",
+    ),
 }
 
 
@@ -278,5 +292,11 @@ def resolve_config(config_path=None, overrides=()):
         if not allowed(config[section][key]):
             raise ConfigError(
                 f"{name} must be {rule}. Received: {config[section][key]}"
+            )
+    for key, value in config["data"].items():
+        if key.endswith("_file") and value and not Path(value).is_file():
+            raise ConfigError(
+                f"[data] data.{key} must name an existing file for corpus "
+                f"{config['data']['corpus']!r}. Received: {value!r}"
             )
     return config

@@ -32,7 +32,11 @@ from pathlib import Path
 import keras
 
 from keras_bahdanau import __version__
+
+# Registers the model classes that the run's `.keras` files name.
+from keras_bahdanau import models  # noqa: F401
 from keras_bahdanau.data import load_tokenizer
+from keras_bahdanau.validation import InputError
 from keras_bahdanau.validation import check_choice
 from keras_bahdanau.validation import is_int
 
@@ -99,11 +103,12 @@ def save_run(run_dir, model, source_tokenizer, target_tokenizer, config=None):
     write_config(run_dir, dict(config or {}))
 
 
-class RunDirectoryError(ValueError):
+class RunDirectoryError(InputError):
     """A run directory, or a file in it, that cannot be read.
 
     The message names the file and what to do. Missing files raise
-    `FileNotFoundError` instead.
+    `FileNotFoundError` instead. A `ValueError` (an `InputError`: the
+    command line reports it in one line).
     """
 
 

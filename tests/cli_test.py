@@ -101,3 +101,65 @@ def test_errors_replace_translates_every_line(
     output = result.stdout.decode("utf-8")
     assert output == "".join(f"{t.text}\n" for t in expected)
     assert output.splitlines()[1] == output.splitlines()[3] == ""
+    # TensorFlow's C++ start-up log (oneDNN, CUDA stubs, cuInit) is
+    # dropped: the user did not set TF_CPP_MIN_LOG_LEVEL.
+    stderr = result.stderr.decode("utf-8")
+    for line in ("I0000", "E0000", "oneDNN", "cuda", "absl::InitializeLog"):
+        assert line not in stderr, stderr
+
+
+def test_tensorflow_logs_as_set_by_the_user(run_dir):
+    result = keras_bahdanau(
+        "translate",
+        run_dir,
+        stdin=b"Das Haus ist klein.\n",
+        environment={"TF_CPP_MIN_LOG_LEVEL": "0"},
+    )
+    assert result.returncode == 0, result.stderr.decode()
+    assert b"I0000" in result.stderr  # What TensorFlow 2.21 prints.
+
+
+def test_config_errors_come_before_keras_and_tensorflow_load(tmp_path):
+    # In a fresh process: which modules a bad config costs.
+    script = (
+        "import sys\n"
+        "from keras_bahdanau import cli\n"
+        "try:\n"
+        "    cli.main(sys.argv[1:])\n"
+        "except SystemExit as error:\n"
+        "    print(error)\n"
+        "heavy = ('keras', 'tensorflow', 'jax', 'torch')\n"
+        "print(sorted(set(heavy) & set(sys.modules)))\n"
+    )
+    source = tmp_path / "missing.de"
+    for arguments, message in [
+        (["--config", tmp_path / "missing.toml"], "Config file not found"),
+        (["--set", "training.epochs=0"], "training.epochs must be positive"),
+        (["--set", "model.architecture=lstm"], "model.architecture must be"),
+        (
+            ["--corpus", "files", "--set", f"data.source_file={source}"],
+            "data.source_file must name an existing file",
+        ),
+    ]:
+        result = subprocess.run(
+            [sys.executable, "-c", script, "train", *map(str, arguments)],
+            capture_output=True,
+            timeout=60,
+        )
+        assert result.returncode == 0, result.stderr.decode()
+        error, modules = result.stdout.decode("utf-8").splitlines()
+        assert error.startswith("keras-bahdanau train: ")
+        assert message in error
+        assert modules == "[]"
+
+
+def test_a_missing_run_directory_is_one_line(tmp_path):
+    result = keras_bahdanau("translate", tmp_path / "no_run", stdin=b"x\n")
+    assert result.returncode == 2
+    assert b"Traceback" not in result.stderr
+    assert error_lines(result.stderr) == [
+        f"keras-bahdanau translate: {tmp_path / 'no_run'} is not a run "
+        f"directory: {tmp_path / 'no_run' / 'config.json'} is missing. "
+        "Train one with `keras-bahdanau train --config CONFIG --run-dir "
+        "RUN_DIR`."
+    ]

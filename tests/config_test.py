@@ -1,8 +1,17 @@
 import pytest
 
+from keras_bahdanau.config import CHOICES
+from keras_bahdanau.config import DEFAULTS
+from keras_bahdanau.config import RECIPES
 from keras_bahdanau.config import ConfigError
 from keras_bahdanau.config import config_errors
 from keras_bahdanau.config import resolve_config
+from keras_bahdanau.data.loading import CORPORA
+from keras_bahdanau.data.vocabulary import TOKENIZERS
+from keras_bahdanau.distribution import STRATEGIES
+from keras_bahdanau.models.factory import ARCHITECTURES
+from keras_bahdanau.models.translation_model import REGULARIZATION
+from keras_bahdanau.training import OPTIMIZERS
 
 
 def test_config_defaults_and_overrides():
@@ -77,3 +86,15 @@ def test_config_errors_name_the_section():
     with pytest.raises(KeyError):  # Not one of the errors: not wrapped.
         with config_errors("[data]", ValueError):
             raise KeyError("x")
+
+
+def test_the_choices_are_the_packages_own():
+    # Written out in config.py, which imports no Keras (see its docstring).
+    assert CHOICES["data.corpus"] == tuple(CORPORA)
+    assert CHOICES["tokenizer.kind"] == tuple(TOKENIZERS)
+    assert CHOICES["model.architecture"] == tuple(ARCHITECTURES)
+    assert CHOICES["training.optimizer"] == tuple(OPTIMIZERS)
+    assert CHOICES["distribution.strategy"] == tuple(STRATEGIES)
+    paper = RECIPES["paper"]["model"]
+    assert {key: paper[key] for key in REGULARIZATION} == REGULARIZATION
+    assert set(REGULARIZATION) <= set(DEFAULTS["model"])

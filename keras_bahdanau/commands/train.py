@@ -18,27 +18,15 @@ import sys
 import warnings
 from pathlib import Path
 
-import keras
-
-from keras_bahdanau import data as kd
-from keras_bahdanau import distribution as kdist
-from keras_bahdanau import run_directory as rd
-from keras_bahdanau.callbacks import AtomicModelCheckpoint
-from keras_bahdanau.callbacks import CheckpointError
-from keras_bahdanau.callbacks import DevScores
-from keras_bahdanau.callbacks import FiniteBackupAndRestore
-from keras_bahdanau.callbacks import NonFiniteLoss
+from keras_bahdanau.commands import start_tensorflow
 from keras_bahdanau.config import DEFAULTS
 from keras_bahdanau.config import FLAGS
 from keras_bahdanau.config import ConfigError
 from keras_bahdanau.config import config_errors
 from keras_bahdanau.config import resolve_config
-from keras_bahdanau.decoding import SearchConfig
-from keras_bahdanau.evaluation import evaluate_run
-from keras_bahdanau.models.factory import build_model
-from keras_bahdanau.training import compile_model
-from keras_bahdanau.training import make_optimizer
-from keras_bahdanau.translator import Translator
+
+# Only the config at the top: `run` checks it before Keras, TensorFlow and
+# a backend load (seconds), which `train` and its helpers import inside.
 
 # training.selection: the logged value that selects the best epoch, and how.
 _SELECTION = {"bleu": ("val_bleu", "max"), "loss": ("val_loss", "min")}
@@ -72,6 +60,8 @@ def _comparable(config):
 
 def _check_same_run(run_dir, config):
     """A run directory holds one experiment: refuse a different config."""
+    from keras_bahdanau import run_directory as rd
+
     path = Path(run_dir) / rd.CONFIG
     if not path.is_file():
         return False
@@ -87,6 +77,8 @@ def _check_same_run(run_dir, config):
 def _best_logged(run_dir, monitor, mode):
     """The best `monitor` value in the run's CSV log (for a resume)."""
     worst = -math.inf if mode == "max" else math.inf
+    from keras_bahdanau import run_directory as rd
+
     path = Path(run_dir) / rd.TRAINING_LOG
     if not path.is_file():
         return worst
@@ -109,6 +101,16 @@ def train(config, callbacks=()):
         CheckpointError: a checkpoint could not be written.
         The checkpoints written before such an error are kept.
     """
+    import keras
+
+    from keras_bahdanau import data as kd
+    from keras_bahdanau import distribution as kdist
+    from keras_bahdanau import run_directory as rd
+    from keras_bahdanau.evaluation import evaluate_run
+    from keras_bahdanau.models.factory import build_model
+    from keras_bahdanau.training import compile_model
+    from keras_bahdanau.training import make_optimizer
+
     training = config["training"]
     # Before anything runs on the backend: device counts are fixed then.
     with config_errors("[distribution]", ValueError):
@@ -204,7 +206,10 @@ def train(config, callbacks=()):
 
 def _announce_resume(run_dir):
     """Says where a killed run resumes, before fit() restores its backup."""
-    metadata = Path(run_dir) / rd.BACKUP / "training_metadata.json"
+    from keras_bahdanau import run_directory as rd
+    from keras_bahdanau.callbacks import BACKUP_METADATA
+
+    metadata = Path(run_dir) / rd.BACKUP / BACKUP_METADATA
     if not metadata.is_file():
         return
     try:
@@ -223,6 +228,9 @@ def _announce_resume(run_dir):
 
 def _tokenizers(run_dir, config, pairs, resuming):
     """The run's source and target tokenizers: learnt, or read on resume."""
+    from keras_bahdanau import data as kd
+    from keras_bahdanau import run_directory as rd
+
     settings = config["tokenizer"]
     tokenizers = {}
     for side, index, directory in (
@@ -251,6 +259,16 @@ def _tokenizers(run_dir, config, pairs, resuming):
 
 
 def _callbacks(run_dir, config, model, tokenizers, splits):
+    import keras
+
+    from keras_bahdanau import run_directory as rd
+    from keras_bahdanau.callbacks import AtomicModelCheckpoint
+    from keras_bahdanau.callbacks import DevScores
+    from keras_bahdanau.callbacks import FiniteBackupAndRestore
+    from keras_bahdanau.callbacks import NonFiniteLoss
+    from keras_bahdanau.decoding import SearchConfig
+    from keras_bahdanau.translator import Translator
+
     training, evaluation = config["training"], config["evaluation"]
     monitor, mode = _SELECTION[training["selection"]]
     selection = []
@@ -328,6 +346,12 @@ def run(args):
     ] + args.set
     try:
         config = resolve_config(args.config, overrides)
+    except ConfigError as error:
+        raise SystemExit(f"keras-bahdanau train: {error}") from None
+    start_tensorflow()
+    from keras_bahdanau.callbacks import CheckpointError
+
+    try:
         train(config)
     except (ConfigError, CheckpointError, FloatingPointError) as error:
         raise SystemExit(f"keras-bahdanau train: {error}") from None

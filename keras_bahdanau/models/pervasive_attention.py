@@ -404,7 +404,9 @@ class PervasiveAttention(TranslationModel):
         return {
             "name": self.name,
             "trainable": self.trainable,
-            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+            # The layers' policy: a functional model's own is float32
+            # whatever `dtype` it was given.
+            "dtype": keras.dtype_policies.serialize(self.grid.dtype_policy),
             "source_vocabulary_size": self.source_vocabulary_size,
             "target_vocabulary_size": self.target_vocabulary_size,
             "source_embedding_dim": self.source_embedding_dim,

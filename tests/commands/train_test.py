@@ -50,11 +50,17 @@ def _corpus(tmp_path, n=160):
 
 
 def test_missing_corpus_file(tmp_path):
+    # Named but missing: found by resolve_config, before Keras loads.
+    with pytest.raises(ConfigError, match="data.source_file"):
+        resolve_config(
+            None,
+            ["data.corpus=files", "data.source_file=nope.src",
+             f"run_dir={tmp_path / 'run'}"],
+        )  # fmt: skip
+    # Not named: found when the corpus loads.
     config = resolve_config(
-        None,
-        ["data.corpus=files", "data.source_file=nope.src",
-         f"run_dir={tmp_path / 'run'}"],
-    )  # fmt: skip
+        None, ["data.corpus=files", f"run_dir={tmp_path / 'run'}"]
+    )
     with pytest.raises(ConfigError, match="data.source_file"):
         train(config)
 

@@ -654,3 +654,12 @@ def test_encode_needs_max_length():
     model = tiny_model()
     with pytest.raises(ValueError, match="max_length"):
         model.encode(np.ones((1, 3), "int32"))
+
+
+def test_a_mixed_precision_model_keeps_its_policy_through_a_save(tmp_path):
+    model = tiny_model(dtype="mixed_bfloat16")
+    assert model.get_config()["dtype"]["config"]["name"] == "mixed_bfloat16"
+    model.save(tmp_path / "model.keras")
+    loaded = keras.saving.load_model(tmp_path / "model.keras", compile=False)
+    assert loaded.grid.dtype_policy.name == "mixed_bfloat16"
+    assert loaded.get_config() == model.get_config()

@@ -143,7 +143,7 @@ def test_keras_round_trip_without_custom_objects(tmp_path):
 
 CROSS_BACKEND_SCRIPT = """
 import sys, numpy as np, keras
-import keras_bahdanau
+import keras_bahdanau.models  # registers the classes the file names
 model = keras.saving.load_model(sys.argv[1])
 x = dict(np.load(sys.argv[2]))
 np.save(sys.argv[3], keras.ops.convert_to_numpy(model(x)))
