@@ -7,8 +7,8 @@ time (total and per epoch), dev and test BLEU and chrF, the decoding time
 per test sentence, and test BLEU by source-sentence length, in the buckets
 1-5, 6-10, 11-15, 16-20 and 21+ words (the paper's Figure 2 compares
 RNNencdec and RNNsearch this way). Pervasive Attention (Elbayad et al.,
-2018) has no decoder state: it recomputes its whole source x target grid
-at every decoding step, which the decoding time shows.
+2018) has no recurrent decoder state: each decoding step computes one new
+row of its source x target grid, from the rows it caches.
 
 The base config is `examples/ding_de_en.toml` (the Ding German-English
 example sentences); the three models get presets of similar size:
@@ -47,7 +47,8 @@ Time, measured on 2 CPU cores shared with other jobs (TensorFlow backend,
 training.epochs=1`: 38.7 minutes in all. An epoch of the 14.8k training
 pairs took 2.7 minutes (RNNencdec), 4.1 (RNNsearch) and 14.4 (Pervasive
 Attention); the evaluation about 17 minutes, mostly Pervasive Attention's
-beam search: 3.3 s per sentence, against 35 and 62 ms for the RNNs. The
+beam search: 3.3 s per sentence, against 35 and 62 ms for the RNNs (when
+it still recomputed its whole grid at every step; README). The
 default second epoch adds about 21 minutes at that load, about an hour in
 all; on idle cores RNNsearch trains 2.5-3 times faster (README), so
 expect roughly half an hour there (estimated, not measured).
@@ -92,8 +93,6 @@ ARCHITECTURES = {
     ),
 }
 # The comparison's budget on a 2-core CPU; `--set` overrides these too.
-# Pervasive Attention decodes about 50x slower than the RNNs (it
-# recomputes its grid at every step), hence only 100 sentences.
 DEFAULT_OVERRIDES = ("training.epochs=2", "evaluation.max_sentences=100")
 
 # The table's columns before the length buckets: (title, cell of a row).
@@ -111,34 +110,92 @@ COLUMNS = (
 )
 
 
-def parse_args(argv=None):
+def shared_parser(doc, output_dir, model, names, buckets=(5, 5)):
+    """A parser with the options this script shares with others.
+
+    Described by the first line of `doc`; the options `--{model}s` (the
+    models to run, of `names`; default all), `--output-dir` (default
+    `output_dir`), `--set` (scoped by a `model` name), `--bucket-width`
+    and `--num-buckets` (defaults `buckets`) and `--json`;
+    `check_shared_arguments` checks them.
+    """
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
+        description=doc.splitlines()[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "--config",
-        default=str(DEFAULT_CONFIG),
-        help="base TOML config (default: examples/ding_de_en.toml)",
+        f"--{model}s",
+        nargs="+",
+        choices=tuple(names),
+        default=list(names),
+        metavar=model.upper(),
+        help=f"the models to run, of {', '.join(names)} (default: all)",
     )
     parser.add_argument(
         "--output-dir",
-        default="runs/compare_models",
+        default=output_dir,
         help="one run directory per model goes here (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--architectures",
-        nargs="+",
-        choices=tuple(ARCHITECTURES),
-        default=list(ARCHITECTURES),
-        help="the models to compare (default: all three)",
     )
     parser.add_argument(
         "--set",
         action="append",
         default=[],
-        metavar="[ARCHITECTURE:]SECTION.KEY=VALUE",
+        metavar=f"[{model.upper()}:]SECTION.KEY=VALUE",
         help="override a config key for every model, or for one; repeatable",
+    )
+    width, count = buckets
+    last = (count - 1) * width
+    parser.add_argument(
+        "--bucket-width",
+        type=int,
+        default=width,
+        help="words per source-length bucket (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--num-buckets",
+        type=int,
+        default=count,
+        help="length buckets; the last one is open-ended (default: "
+        f"%(default)s, i.e. 1-{width}, ..., {last - width + 1}-{last}, "
+        f"{last + 1}+)",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object per model instead of the table",
+    )
+    return parser
+
+
+def check_at_least(parser, args, minimum, names):
+    """Stops with a usage error if an option of `names` is below `minimum`."""
+    for name in names:
+        if getattr(args, name) < minimum:
+            parser.error(
+                f"--{name.replace('_', '-')} must be at least {minimum}. "
+                f"Received: {getattr(args, name)}"
+            )
+
+
+def check_shared_arguments(parser, args, model):
+    """Stops with a usage error on a bad shared option or a repeated model.
+
+    `model` is the word `shared_parser` was given for the models.
+    """
+    check_at_least(parser, args, 1, ("bucket_width", "num_buckets"))
+    names = getattr(args, f"{model}s")
+    if len(set(names)) < len(names):
+        parser.error(f"--{model}s names a model twice: {names}")
+
+
+def parse_args(argv=None):
+    parser = shared_parser(
+        __doc__, "runs/compare_models", "architecture", ARCHITECTURES
+    )
+    parser.add_argument(
+        "--config",
+        default=str(DEFAULT_CONFIG),
+        help="base TOML config (default: examples/ding_de_en.toml)",
     )
     parser.add_argument(
         "--beam-size", type=int, help="sets evaluation.beam_size"
@@ -149,60 +206,44 @@ def parse_args(argv=None):
         help="sets evaluation.max_sentences: translate only the first N "
         "dev and test sentences (0: all)",
     )
-    parser.add_argument(
-        "--bucket-width",
-        type=int,
-        default=5,
-        help="words per source-length bucket (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--num-buckets",
-        type=int,
-        default=5,
-        help="length buckets; the last one is open-ended (default: "
-        "%(default)s, i.e. 1-5, ..., 16-20, 21+)",
-    )
-    parser.add_argument(
-        "--json",
-        action="store_true",
-        help="print one JSON object per model instead of the table",
-    )
     args = parser.parse_args(argv)
-    for name in ("bucket_width", "num_buckets"):
-        if getattr(args, name) < 1:
-            parser.error(
-                f"--{name.replace('_', '-')} must be at least 1. "
-                f"Received: {getattr(args, name)}"
-            )
-    if len(set(args.architectures)) < len(args.architectures):
-        parser.error(
-            f"--architectures names a model twice: {args.architectures}"
-        )
+    check_shared_arguments(parser, args, "architecture")
     return args
 
 
-def overrides_for(architecture, args):
-    """The `section.key=value` overrides of one model's run, in order."""
+def scoped_overrides(name, overrides, names, kind="architecture"):
+    """The `--set` overrides of model `name`: shared ones, then its own.
+
+    An override `NAME:section.key=value` applies to model `NAME` only
+    (one of `names`, else a `ConfigError` that calls it a `kind`); the
+    others apply to every model. `run_dir` may not be set: each model's
+    run directory is `--output-dir/NAME`.
+    """
     shared, scoped = [], []
-    for override in args.set:
+    for override in overrides:
         key = override.partition("=")[0]
         if ":" in key:
             target, _, override = override.partition(":")
-            if target not in ARCHITECTURES:
+            if target not in names:
                 raise ConfigError(
-                    f"--set {target}:... names no architecture; use one of "
-                    f"{sorted(ARCHITECTURES)}. Received: {target!r}"
+                    f"--set {target}:... names no {kind}; use one of "
+                    f"{sorted(names)}. Received: {target!r}"
                 )
-            if target == architecture:
+            if target == name:
                 scoped.append(override)
             key = override.partition("=")[0]
         else:
             shared.append(override)
         if key.strip() == "run_dir":
             raise ConfigError(
-                "The run directories are --output-dir/ARCHITECTURE; set "
+                f"The run directories are --output-dir/{kind.upper()}; set "
                 "--output-dir instead of run_dir."
             )
+    return [*shared, *scoped]
+
+
+def overrides_for(architecture, args):
+    """The `section.key=value` overrides of one model's run, in order."""
     evaluation = [
         f"evaluation.{key}={value}"
         for key, value in (
@@ -214,8 +255,7 @@ def overrides_for(architecture, args):
     return [
         *ARCHITECTURES[architecture],
         *DEFAULT_OVERRIDES,
-        *shared,
-        *scoped,
+        *scoped_overrides(architecture, args.set, ARCHITECTURES),
         *evaluation,
         f"run_dir={Path(args.output_dir) / architecture}",
     ]
@@ -291,23 +331,15 @@ def length_buckets(sources, hypotheses, references, width, count):
     return buckets
 
 
-def compare(architecture, args):
-    """Trains (or resumes, or finds finished) one model; scores it."""
-    config = resolve_config(args.config, overrides_for(architecture, args))
-    # Trains, then translates dev and test and writes results.json.
-    run_dir = train(config)
-    results = json.loads((run_dir / rd.RESULTS).read_text(encoding="utf-8"))
-    train_seconds, epochs = training_time(run_dir)
-    evaluation = config["evaluation"]
-    pairs = load_corpus(config["data"])["test"]
-    pairs = pairs[: evaluation["max_sentences"] or None]
-    sources = [source for source, _ in pairs]
-    references = [target for _, target in pairs]
-    # The test split again, as `train` translated it (best checkpoint,
-    # sentences in full), for the hypotheses and the time: the compiled
-    # searches of `train`'s evaluation are shared by every model of the
-    # same architecture and shapes (`decoding.compile_search`), so this
-    # times decoding, not compilation.
+def translate_timed(run_dir, sources, beam_size):
+    """`(hypotheses, seconds)`: the run's best model translating `sources`.
+
+    Sentences are translated in full, not cut at the training length, as
+    `train` translates them. The compiled searches of `train`'s
+    evaluation are shared by every model of the same architecture and
+    shapes (`decoding.compile_search`), so after it the time is that of
+    decoding, not compilation.
+    """
     translator = Translator.from_run_dir(
         run_dir, checkpoint="best", max_source_length=None
     )
@@ -315,20 +347,29 @@ def compare(architecture, args):
     hypotheses = [
         translation.text
         for translation in translator.translate(
-            sources, SearchConfig(beam_size=evaluation["beam_size"])
+            sources, SearchConfig(beam_size=beam_size)
         )
     ]
-    decode_seconds = time.perf_counter() - start
+    return hypotheses, time.perf_counter() - start
+
+
+def scores_row(run_dir, pairs, hypotheses, decode_seconds, width, count):
+    """A model's size, training time and scores on the test `pairs`.
+
+    The parameters are those `train` wrote in the run's `config.json`;
+    the time is `training_time`'s; BLEU and chrF are `corpus_scores` of
+    `hypotheses` against the targets of `pairs`, overall and by source
+    length (`length_buckets` with `width` and `count`).
+    """
+    sources = [source for source, _ in pairs]
+    references = [target for _, target in pairs]
     scores = corpus_scores(hypotheses, references)
+    train_seconds, epochs = training_time(run_dir)
     return {
-        "architecture": architecture,
-        "parameters": translator.model.count_params(),
+        "parameters": rd.read_config(run_dir)["parameters"],
         "epochs": epochs,
         "train_seconds": train_seconds,
         "seconds_per_epoch": train_seconds / epochs,
-        "dev": {
-            key: results["dev"][key] for key in ("sentences", "bleu", "chrf")
-        },
         "test": {
             "sentences": len(pairs),
             "bleu": scores["bleu"],
@@ -337,17 +378,43 @@ def compare(architecture, args):
         "decode_seconds": decode_seconds,
         "decode_ms_per_sentence": 1000 * decode_seconds / len(pairs),
         "test_bleu_by_length": length_buckets(
-            sources,
-            hypotheses,
-            references,
-            args.bucket_width,
-            args.num_buckets,
+            sources, hypotheses, references, width, count
         ),
-        "beam_size": evaluation["beam_size"],
         "bleu_signature": scores["bleu_signature"],
         "chrf_signature": scores["chrf_signature"],
         "backend": keras.backend.backend(),
         "run_dir": str(run_dir),
+    }
+
+
+def compare(architecture, args):
+    """Trains (or resumes, or finds finished) one model; scores it."""
+    config = resolve_config(args.config, overrides_for(architecture, args))
+    # Trains, then translates dev and test and writes results.json.
+    run_dir = train(config)
+    results = json.loads((run_dir / rd.RESULTS).read_text(encoding="utf-8"))
+    evaluation = config["evaluation"]
+    pairs = load_corpus(config["data"])["test"]
+    pairs = pairs[: evaluation["max_sentences"] or None]
+    # The test split again, as `train` translated it, for the hypotheses
+    # and the time.
+    hypotheses, decode_seconds = translate_timed(
+        run_dir, [source for source, _ in pairs], evaluation["beam_size"]
+    )
+    return {
+        "architecture": architecture,
+        "beam_size": evaluation["beam_size"],
+        "dev": {
+            key: results["dev"][key] for key in ("sentences", "bleu", "chrf")
+        },
+        **scores_row(
+            run_dir,
+            pairs,
+            hypotheses,
+            decode_seconds,
+            args.bucket_width,
+            args.num_buckets,
+        ),
     }
 
 
@@ -357,9 +424,9 @@ def _label(bucket):
     return f"{bucket['min_length']}-{bucket['max_length']}"
 
 
-def format_table(rows, width, count):
-    """The comparison as a plain-text table (one line per model)."""
-    labels = [
+def bucket_labels(width, count):
+    """The labels of `length_buckets`' buckets: "1-5", ..., "21+"."""
+    return [
         _label(
             {
                 "min_length": i * width + 1,
@@ -368,38 +435,55 @@ def format_table(rows, width, count):
         )
         for i in range(count)
     ]
-    titles = [title for title, _ in COLUMNS] + labels
-    lines = []
-    for row in rows:
-        cells = [cell(row) for _, cell in COLUMNS]
-        bleu = {_label(b): b["bleu"] for b in row["test_bleu_by_length"]}
-        cells += [
-            f"{bleu[label]:.2f}" if label in bleu else "-" for label in labels
-        ]
-        lines.append(cells)
+
+
+def bucket_cells(row, labels):
+    """A row's test BLEU per length bucket, "-" for an empty bucket."""
+    bleu = {_label(b): b["bleu"] for b in row["test_bleu_by_length"]}
+    return [f"{bleu[label]:.2f}" if label in bleu else "-" for label in labels]
+
+
+def bucket_counts(row, labels):
+    """The test sentences per length bucket of a row, as text."""
+    counts = {_label(b): b["num_sentences"] for b in row["test_bleu_by_length"]}
+    return "sentences per bucket: " + ", ".join(
+        f"{label}: {counts.get(label, 0)}" for label in labels
+    )
+
+
+def render_table(titles, lines):
+    """Cells in aligned columns: the first left-aligned, the others right."""
     widths = [
         max(len(title), *(len(cells[i]) for cells in lines))
         for i, title in enumerate(titles)
     ]
-    table = [
+    return [
         "  ".join(
             f"{cell:<{w}}" if i == 0 else f"{cell:>{w}}"
             for i, (cell, w) in enumerate(zip(cells, widths, strict=True))
         )
-        for cells in [titles] + lines
+        for cells in [titles, *lines]
     ]
+
+
+def format_table(rows, width, count):
+    """The comparison as a plain-text table (one line per model)."""
+    labels = bucket_labels(width, count)
+    table = render_table(
+        [title for title, _ in COLUMNS] + labels,
+        [
+            [cell(row) for _, cell in COLUMNS] + bucket_cells(row, labels)
+            for row in rows
+        ],
+    )
     first = rows[0]
-    counts = {
-        _label(b): b["num_sentences"] for b in first["test_bleu_by_length"]
-    }
     table += [
         "",
         f"Beam {first['beam_size']}, {first['backend']} backend; "
         f"{first['dev']['sentences']} dev and {first['test']['sentences']} "
         "test sentences. ms/sent: decoding time per test sentence.",
-        "Last columns: test BLEU by source length (words); sentences per "
-        "bucket: "
-        + ", ".join(f"{label}: {counts.get(label, 0)}" for label in labels)
+        "Last columns: test BLEU by source length (words); "
+        + bucket_counts(first, labels)
         + ".",
         f"BLEU signature: {first['bleu_signature']}",
         f"chrF signature: {first['chrf_signature']}",
@@ -407,17 +491,45 @@ def format_table(rows, width, count):
     return "\n".join(table)
 
 
+def report(rows, table, as_json, started, what):
+    """Prints `table`, or one JSON line per row, and the wall time.
+
+    The wall time since `started` (`time.perf_counter()`) of this `what`
+    goes to stdout after the table, to stderr after JSON lines.
+    """
+    if as_json:
+        for row in rows:
+            print(json.dumps(row))
+    else:
+        print(table)
+    minutes = (time.perf_counter() - started) / 60
+    print(
+        f"Wall time of this {what}: {minutes:.1f} min.",
+        file=sys.stderr if as_json else sys.stdout,
+    )
+
+
+def collect_rows(names, row_of, script):
+    """`[row_of(name) for name in names]`, training logs sent to stderr.
+
+    stdout is for the table or the JSON lines; a `ConfigError` stops the
+    script with its message, prefixed by `script`.
+    """
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            return [row_of(name) for name in names]
+    except ConfigError as error:
+        raise SystemExit(f"{script}: {error}") from None
+
+
 def main(argv=None):
     args = parse_args(argv)
     started = time.perf_counter()
-    rows = []
-    try:
-        # Training logs to stderr: stdout is for the table or JSON lines.
-        with contextlib.redirect_stdout(sys.stderr):
-            for architecture in args.architectures:
-                rows.append(compare(architecture, args))
-    except ConfigError as error:
-        raise SystemExit(f"compare_models.py: {error}") from None
+    rows = collect_rows(
+        args.architectures,
+        lambda architecture: compare(architecture, args),
+        "compare_models.py",
+    )
     test_sets = {(r["test"]["sentences"], r["dev"]["sentences"]) for r in rows}
     if len(test_sets) > 1:
         raise SystemExit(
@@ -426,16 +538,8 @@ def main(argv=None):
             "architecture-scoped --set changed the data. Set data keys for "
             "every model."
         )
-    if args.json:
-        for row in rows:
-            print(json.dumps(row))
-    else:
-        print(format_table(rows, args.bucket_width, args.num_buckets))
-    minutes = (time.perf_counter() - started) / 60
-    print(
-        f"Wall time of this comparison: {minutes:.1f} min.",
-        file=sys.stderr if args.json else sys.stdout,
-    )
+    table = format_table(rows, args.bucket_width, args.num_buckets)
+    report(rows, table, args.json, started, "comparison")
     return rows
 
 
