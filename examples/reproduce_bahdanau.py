@@ -53,7 +53,7 @@ in those steps a -30 model (16.8k training pairs, 209 batches an epoch)
 runs more epochs than a -50 one (27.3k pairs, 337 batches). `StepBudget`
 stops training at the budget and counts the steps of every session, so
 a resumed run stops at the same step; the table shows the steps each
-model got, read from its last checkpoint.
+model got, from `steps.json` in its run directory.
 
 Nothing is lost when the script is killed: run the same command again.
 An unfinished model resumes training from its last backup (every
@@ -176,6 +176,7 @@ RECIPE = (
 ALIGNMENT_MODELS = ("rnnsearch_50", "rnnsearch_30")
 DEFAULT_STEPS = 1000
 TRANSLATIONS = "test_translations.json"
+STEPS = "steps.json"  # `StepBudget`'s record, in each run directory
 
 # Table 1's columns: (title, cell of a row).
 COLUMNS = (
@@ -209,13 +210,17 @@ class StepBudget(keras.callbacks.Callback):
 
     Args:
         steps: int >= 1, the optimizer steps of the whole run.
+        record: optional path of a JSON file, `{"steps": N}`, rewritten at
+            each epoch end with the steps made so far (`trained_steps`
+            reads it: the checkpoints hold no optimizer).
     """
 
-    def __init__(self, steps):
+    def __init__(self, steps, record=None):
         super().__init__()
         if not isinstance(steps, int) or steps < 1:
             raise ValueError(f"`steps` must be an int >= 1. Received: {steps}")
         self.steps = steps
+        self.record = record
         self._done = 0
 
     def on_train_begin(self, logs=None):
@@ -229,9 +234,19 @@ class StepBudget(keras.callbacks.Callback):
         if self._done >= self.steps:
             self.model.stop_training = True
 
+    def on_epoch_end(self, epoch, logs=None):
+        # Before the backup that marks the epoch done (`train`'s callbacks
+        # come first): a resumed run rewrites it.
+        if self.record is not None:
+            rd.atomic_write_text(self.record, json.dumps({"steps": self._done}))
+
 
 def trained_steps(run_dir):
-    """The optimizer steps of a run's last checkpoint, every session's."""
+    """The optimizer steps of a run's last epoch end, every session's."""
+    record = Path(run_dir) / STEPS
+    if record.is_file():
+        return json.loads(record.read_text(encoding="utf-8"))["steps"]
+    # A run from before the checkpoints dropped the optimizer's state.
     model = keras.saving.load_model(run_dir / rd.LAST_MODEL, safe_mode=True)
     return int(keras.ops.convert_to_numpy(model.optimizer.iterations))
 
@@ -341,7 +356,7 @@ def translations(config, pairs, args):
             print(f"{run_dir}: trained and translated; read {path}.")
             return saved["hypotheses"], saved["decode_seconds"]
     # Trains (or resumes, or finds finished), then writes results.json.
-    train(config, callbacks=[StepBudget(args.steps)])
+    train(config, callbacks=[StepBudget(args.steps, run_dir / STEPS)])
     hypotheses, seconds = compare_models.translate_timed(
         run_dir, sources, args.beam_size
     )

@@ -111,6 +111,29 @@ def save_atomically(model, path):
         ) from error
 
 
+def inference_copy(model, copy=None):
+    """A model with `model`'s config and weights, and no optimizer.
+
+    Built from the public config API (`from_config`, `build_from_config`),
+    then given `model`'s weights: saved, it holds what translation needs.
+    Keras has no public way to save a compiled model without its
+    optimizer (`include_optimizer` is the legacy HDF5 format's only).
+
+    Args:
+        model: a built Keras model whose class round-trips `get_config`.
+        copy: a copy this function returned before for `model`: only its
+            weights are refreshed (building one costs a model build).
+
+    Returns:
+        The copy, uncompiled, its weights equal to `model`'s.
+    """
+    if copy is None:
+        copy = model.__class__.from_config(model.get_config())
+        copy.build_from_config(model.get_build_config())
+    copy.set_weights(model.get_weights())
+    return copy
+
+
 class NonFiniteLoss(keras.callbacks.Callback):
     """Stops training at the first NaN or Inf loss, naming the step.
 
@@ -160,12 +183,19 @@ class AtomicModelCheckpoint(keras.callbacks.Callback):
     `best` (a value missing from the logs warns and saves, as in Keras).
     Unlike Keras's, it writes via `save_atomically` and does not recreate
     a missing directory: a run directory that vanished stops training.
+    With `include_optimizer=False` the file holds what translation needs,
+    the model's config and weights, and not the optimizer's state (Adam's
+    two moments: twice the weights again); `keras.callbacks.
+    BackupAndRestore` keeps that state for resuming.
 
     Args:
         filepath: the `.keras` file to write.
         monitor: the logged value that `save_best_only` compares.
         mode: `"min"` or `"max"`: whether lower or higher is better.
         save_best_only: save only when `monitor` improves.
+        include_optimizer: save the optimizer's variables and the compile
+            config too (a file `load_model` returns compiled). False: a copy
+            of the model without them (`inference_copy`).
 
     Attributes:
         best: the best `monitor` value so far (None: none yet); a resumed
@@ -178,19 +208,27 @@ class AtomicModelCheckpoint(keras.callbacks.Callback):
     Example:
 
     >>> best = AtomicModelCheckpoint(
-    ...     "run/best.keras", monitor="val_loss", save_best_only=True)
+    ...     "run/best.keras", monitor="val_loss", save_best_only=True,
+    ...     include_optimizer=False)
     """
 
     def __init__(
-        self, filepath, monitor="val_loss", mode="min", save_best_only=False
+        self,
+        filepath,
+        monitor="val_loss",
+        mode="min",
+        save_best_only=False,
+        include_optimizer=True,
     ):
         super().__init__()
         check_choice("mode", mode, ("min", "max"))
         self.filepath = filepath
         self.monitor = monitor
         self.save_best_only = save_best_only
+        self.include_optimizer = include_optimizer
         self.best = None
         self._improves = operator.lt if mode == "min" else operator.gt
+        self._copy = None  # the inference copy, built at the first save
 
     def on_epoch_end(self, epoch, logs=None):
         if self.save_best_only:
@@ -204,7 +242,10 @@ class AtomicModelCheckpoint(keras.callbacks.Callback):
                 self.best = current
             else:
                 return
-        save_atomically(self.model, self.filepath)
+        model = self.model
+        if not self.include_optimizer:
+            model = self._copy = inference_copy(model, self._copy)
+        save_atomically(model, self.filepath)
 
 
 class FiniteBackupAndRestore(keras.callbacks.BackupAndRestore):

@@ -6,10 +6,12 @@ RUN_DIR/
   source_vocabulary/   Tokenizer.save() of the source tokenizer
   target_vocabulary/   Tokenizer.save() of the target tokenizer
   last.keras           the model after the latest finished epoch
-  best.keras           the model with the lowest dev loss so far
+  best.keras           the model with the best dev score so far
+                       (both: config and weights, no optimizer state)
   training_log.csv     one row per epoch (keras.callbacks.CSVLogger)
   tensorboard/         TensorBoard logs
-  backup/              keras.callbacks.BackupAndRestore state (resume)
+  backup/              keras.callbacks.BackupAndRestore state (resume:
+                       weights and optimizer state)
   results.json         dev/test BLEU at the end of training
 ```
 

@@ -10,6 +10,10 @@ from keras_bahdanau.callbacks import CheckpointError
 from keras_bahdanau.callbacks import DevScores
 from keras_bahdanau.callbacks import FiniteBackupAndRestore
 from keras_bahdanau.callbacks import NonFiniteLoss
+from keras_bahdanau.callbacks import inference_copy
+from keras_bahdanau.models import PervasiveAttention
+from keras_bahdanau.models import RNNEncDec
+from keras_bahdanau.models import RNNSearch
 
 STEPS_PER_EPOCH = 5
 
@@ -114,6 +118,54 @@ def test_atomic_checkpoint_keeps_save_best_only(tmp_path):
     assert path.read_bytes() == first
     checkpoint.on_epoch_end(2, {"val_loss": 0.5})
     _same_weights(path, model)
+
+
+def test_checkpoint_without_the_optimizer(tmp_path):
+    model = keras.Sequential([keras.Input((64,)), keras.layers.Dense(64)])
+    model.compile(optimizer="adam", loss="mse")
+    x = np.random.default_rng(0).normal(size=(8, 64)).astype("float32")
+    model.fit(x, x, epochs=1, verbose=0)
+    full, light = tmp_path / "full.keras", tmp_path / "light.keras"
+    for path, include in ((full, True), (light, False)):
+        checkpoint = AtomicModelCheckpoint(path, include_optimizer=include)
+        checkpoint.set_model(model)
+        checkpoint.on_epoch_end(0, {})
+    _same_weights(light, model)
+    assert keras.saving.load_model(light).compiled is False
+    assert keras.saving.load_model(full).compiled is True
+    # Adam's two moments were 2/3 of the file.
+    assert light.stat().st_size < 0.5 * full.stat().st_size
+    # The copy is built once and refreshed at each save.
+    copy = checkpoint._copy
+    model.fit(x, x, epochs=1, verbose=0)
+    checkpoint.on_epoch_end(1, {})
+    assert checkpoint._copy is copy
+    _same_weights(light, model)
+
+
+def test_inference_copy_of_each_architecture():
+    for model in _small_models():
+        copy = inference_copy(model)
+        assert type(copy) is type(model) and copy is not model
+        assert copy.get_config() == model.get_config()
+        # In the same order (`set_weights`), under uniquified layer names.
+        for a, b in zip(copy.weights, model.weights, strict=True):
+            assert a.path.split("/")[-1] == b.path.split("/")[-1]
+            np.testing.assert_array_equal(
+                keras.ops.convert_to_numpy(a), keras.ops.convert_to_numpy(b)
+            )
+
+
+def _small_models():
+    sizes = dict(source_vocabulary_size=20, target_vocabulary_size=22)
+    rnn = dict(embedding_dim=8, hidden_dim=8, maxout_dim=4, **sizes)
+    return [
+        RNNSearch(**rnn),
+        RNNEncDec(**rnn),
+        PervasiveAttention(
+            source_embedding_dim=8, target_embedding_dim=8, **sizes
+        ),
+    ]
 
 
 def test_disk_full_keeps_the_previous_checkpoint(tmp_path, monkeypatch):

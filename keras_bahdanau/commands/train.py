@@ -302,6 +302,7 @@ def _callbacks(run_dir, config, model, tokenizers, splits):
         monitor=monitor,
         mode=mode,
         save_best_only=True,
+        include_optimizer=False,  # the backup has it, for resuming
     )
     best.best = _best_logged(run_dir, monitor, mode)  # survive a resume
     return [
@@ -309,7 +310,7 @@ def _callbacks(run_dir, config, model, tokenizers, splits):
         # Before everything that reads the epoch's logs.
         *selection,
         best,
-        AtomicModelCheckpoint(run_dir / rd.LAST_MODEL),
+        AtomicModelCheckpoint(run_dir / rd.LAST_MODEL, include_optimizer=False),
         keras.callbacks.CSVLogger(run_dir / rd.TRAINING_LOG, append=True),
         # After the checkpoints and the log: a backup that says "epoch e is
         # done" comes after everything epoch e wrote.

@@ -1,14 +1,12 @@
 import keras
 from keras import ops
 
-from keras_bahdanau.initializers import BlockOrthogonal
-from keras_bahdanau.initializers import independent
 from keras_bahdanau.layers.additive_attention import AdditiveAttention
-from keras_bahdanau.validation import check_int
+from keras_bahdanau.layers.conditional_gru_cell import ConditionalGRUCell
 
 
 @keras.saving.register_keras_serializable(package="keras_bahdanau")
-class AttentionGRUCell(keras.layers.Layer):
+class AttentionGRUCell(ConditionalGRUCell):
     """The conditional GRU step of RNNsearch's decoder (A.2.2).
 
     One step attends with the previous state, then updates the state with the
@@ -89,18 +87,14 @@ class AttentionGRUCell(keras.layers.Layer):
         attention_kernel_initializer="glorot_uniform",
         **kwargs,
     ):
-        super().__init__(**kwargs)
-        check_int("units", units)
-        check_int("context_dim", context_dim)
-        self.units = units
-        self.context_dim = context_dim
-        self.attention_units = attention_units or units
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        if recurrent_initializer == "block_orthogonal":
-            recurrent_initializer = BlockOrthogonal()
-        self.recurrent_initializer = keras.initializers.get(
-            recurrent_initializer
+        super().__init__(
+            units,
+            context_dim,
+            kernel_initializer=kernel_initializer,
+            recurrent_initializer=recurrent_initializer,
+            **kwargs,
         )
+        self.attention_units = attention_units or units
         self.attention_kernel_initializer = keras.initializers.get(
             attention_kernel_initializer
         )
@@ -115,26 +109,8 @@ class AttentionGRUCell(keras.layers.Layer):
         self._memory = None
 
     def build(self, input_shape):
+        super().build(input_shape)
         n = self.units
-        # Gates packed as [z, r, candidate] so each product is one matmul.
-        self.kernel = self.add_weight(
-            name="kernel",  # [W_z, W_r, W]
-            shape=(input_shape[-1], 3 * n),
-            initializer=independent(self.kernel_initializer, 0),
-        )
-        self.recurrent_kernel = self.add_weight(
-            name="recurrent_kernel",  # [U_z, U_r, U]
-            shape=(n, 3 * n),
-            initializer=self.recurrent_initializer,
-        )
-        self.context_kernel = self.add_weight(
-            name="context_kernel",  # [C_z, C_r, C]
-            shape=(self.context_dim, 3 * n),
-            initializer=independent(self.kernel_initializer, 1),
-        )
-        self.bias = self.add_weight(
-            name="bias", shape=(3 * n,), initializer="zeros"
-        )
         self.attention.build([(None, n), (None, None, self.context_dim)])
 
     def precompute(self, annotations, source_mask=None):
@@ -158,25 +134,6 @@ class AttentionGRUCell(keras.layers.Layer):
             ),
             "source_mask": source_mask,
         }
-
-    def project_inputs(self, inputs):
-        """`[W_z; W_r; W] E y_{i-1} + b`: `(..., m) -> (..., 3n)`.
-
-        Takes one step's inputs or all steps' at once.
-        """
-        return ops.matmul(inputs, self._weight(self.kernel)) + self._weight(
-            self.bias
-        )
-
-    def _weight(self, variable):
-        """`variable` in the compute dtype.
-
-        Inside `__call__` Keras already casts variables so (autocast);
-        `precompute`, `project_inputs` and `step` are also called directly
-        by the searches, where float32 variables would meet bfloat16
-        activations under a mixed policy.
-        """
-        return ops.cast(variable, self.compute_dtype)
 
     def set_memory(self, memory):
         """Hands one batch's `precompute` output to the cell for an `RNN`."""
@@ -239,15 +196,7 @@ class AttentionGRUCell(keras.layers.Layer):
     def get_config(self):
         return {
             **super().get_config(),
-            "units": self.units,
-            "context_dim": self.context_dim,
             "attention_units": self.attention_units,
-            "kernel_initializer": keras.initializers.serialize(
-                self.kernel_initializer
-            ),
-            "recurrent_initializer": keras.initializers.serialize(
-                self.recurrent_initializer
-            ),
             "attention_kernel_initializer": keras.initializers.serialize(
                 self.attention_kernel_initializer
             ),

@@ -1,13 +1,11 @@
 import keras
 from keras import ops
 
-from keras_bahdanau.initializers import BlockOrthogonal
-from keras_bahdanau.initializers import independent
-from keras_bahdanau.validation import check_int
+from keras_bahdanau.layers.conditional_gru_cell import ConditionalGRUCell
 
 
 @keras.saving.register_keras_serializable(package="keras_bahdanau")
-class ContextGRUCell(keras.layers.Layer):
+class ContextGRUCell(ConditionalGRUCell):
     """The GRU step of RNNencdec's decoder, conditioned on a fixed `c`.
 
     Cho et al. (2014), appendix A.2: the summary `c` of the source enters
@@ -79,49 +77,10 @@ class ContextGRUCell(keras.layers.Layer):
         appendix A.2 (decoder).
     """
 
-    def __init__(
-        self,
-        units,
-        context_dim,
-        kernel_initializer="glorot_uniform",
-        recurrent_initializer="block_orthogonal",
-        **kwargs,
-    ):
-        super().__init__(**kwargs)
-        check_int("units", units)
-        check_int("context_dim", context_dim)
-        self.units = units
-        self.context_dim = context_dim
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        if recurrent_initializer == "block_orthogonal":
-            recurrent_initializer = BlockOrthogonal()
-        self.recurrent_initializer = keras.initializers.get(
-            recurrent_initializer
-        )
+    def __init__(self, units, context_dim, **kwargs):
+        super().__init__(units, context_dim, **kwargs)
         self.state_size = [units, context_dim]
         self.output_size = units
-
-    def build(self, input_shape):
-        n = self.units
-        # Gates packed as [z', r', candidate] so each product is one matmul.
-        self.kernel = self.add_weight(
-            name="kernel",  # [W'_z, W'_r, W']
-            shape=(input_shape[-1], 3 * n),
-            initializer=independent(self.kernel_initializer, 0),
-        )
-        self.recurrent_kernel = self.add_weight(
-            name="recurrent_kernel",  # [U'_z, U'_r, U']
-            shape=(n, 3 * n),
-            initializer=self.recurrent_initializer,
-        )
-        self.context_kernel = self.add_weight(
-            name="context_kernel",  # [C_z, C_r, C]
-            shape=(self.context_dim, 3 * n),
-            initializer=independent(self.kernel_initializer, 1),
-        )
-        self.bias = self.add_weight(
-            name="bias", shape=(3 * n,), initializer="zeros"
-        )
 
     def precompute(self, context):
         """`[C_z; C_r; C] c`: `(batch, context_dim) -> (batch, 3n)`.
@@ -130,26 +89,6 @@ class ContextGRUCell(keras.layers.Layer):
         """
         context = ops.convert_to_tensor(context, self.compute_dtype)
         return ops.matmul(context, self._weight(self.context_kernel))
-
-    def project_inputs(self, inputs):
-        """`[W'_z; W'_r; W'] e(y_{t-1}) + b`: `(..., m) -> (..., 3n)`.
-
-        Takes one step's inputs or all steps' at once.
-        """
-        inputs = ops.convert_to_tensor(inputs, self.compute_dtype)
-        return ops.matmul(inputs, self._weight(self.kernel)) + self._weight(
-            self.bias
-        )
-
-    def _weight(self, variable):
-        """`variable` in the compute dtype.
-
-        Inside `__call__` Keras already casts variables so (autocast);
-        `precompute`, `project_inputs` and `step` are also called directly
-        by the searches, where float32 variables would meet bfloat16
-        activations under a mixed policy.
-        """
-        return ops.cast(variable, self.compute_dtype)
 
     def step(self, projected_inputs, state, context_terms):
         """One decoder step; pure, for search and tests.
@@ -189,16 +128,3 @@ class ContextGRUCell(keras.layers.Layer):
             f"(batch, {self.units}) and the context (batch, "
             f"{self.context_dim}). Received: initial_state=None"
         )
-
-    def get_config(self):
-        return {
-            **super().get_config(),
-            "units": self.units,
-            "context_dim": self.context_dim,
-            "kernel_initializer": keras.initializers.serialize(
-                self.kernel_initializer
-            ),
-            "recurrent_initializer": keras.initializers.serialize(
-                self.recurrent_initializer
-            ),
-        }

@@ -1,6 +1,7 @@
 import argparse
 import csv
 import errno
+import io
 import json
 import os
 import re
@@ -8,7 +9,9 @@ import signal
 import subprocess
 import sys
 import time
+import zipfile
 
+import h5py
 import keras
 import numpy as np
 import pytest
@@ -150,6 +153,20 @@ def test_train_end_to_end_and_resume_after_sigkill(tmp_path):
     assert config["backend"] == os.environ.get("KERAS_BACKEND", "tensorflow")
     model, source, target, _ = rd.load_run(run_dir)
     assert model.target_vocabulary_size == target.vocabulary_size
+    # The checkpoints hold what translation needs, not Adam's moments: the
+    # backup kept those for the resume above.
+    for name in (rd.BEST_MODEL, rd.LAST_MODEL):
+        assert _saved_parts(run_dir / name) == ({"layers", "vars"}, False)
+
+
+def _saved_parts(path):
+    """The weight groups of a `.keras` file, and whether it is compiled."""
+    with zipfile.ZipFile(path) as archive:
+        config = json.loads(archive.read("config.json"))
+        with archive.open("model.weights.h5") as file:
+            with h5py.File(io.BytesIO(file.read()), "r") as weights:
+                groups = set(weights.keys())
+    return groups, bool(config.get("compile_config"))  # {} if uncompiled
 
 
 def test_different_config_in_same_run_dir_is_refused(tmp_path):
