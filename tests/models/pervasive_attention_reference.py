@@ -13,9 +13,10 @@ and masked so that it never reads a future target row: kernel rows with
 a target offset `> 0` are zero ("5 x 3" for `k = 5`: 5 source positions,
 the current and the 2 previous target positions), with zero padding
 beyond the grid. Batch norm is in inference mode (moving statistics);
-padded source cells are zero at the convolution's input and output (the
-package's padding rule, `PervasiveAttention`'s docstring). Float64, plain
-loops: slow and obvious.
+padded source cells are zero at the convolution's input (the per-sentence
+zero padding of Sec. 3, reproduced in a padded batch) and at its output
+(the package's convention, `PervasiveAttention`'s docstring; the paper is
+silent). Float64, plain loops: slow and obvious.
 """
 
 import numpy as np

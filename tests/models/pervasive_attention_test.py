@@ -414,6 +414,22 @@ def batch_norm_weights(norm):
     }
 
 
+def reference_weights(layer, rng):
+    """A `PervasiveDenseLayer`'s weights in the reference's layout."""
+    # The layer stores only the kernel rows up to the centre (target
+    # offsets -k // 2 .. 0); the reference takes a full k x k kernel and
+    # masks its future rows itself, so give them random values.
+    causal_kernel = to_numpy(layer.conv2.kernel)  # (k // 2 + 1, k, c, g)
+    half = layer.kernel_size // 2
+    future_rows = rng.normal(size=(half, *causal_kernel.shape[1:]))
+    return {
+        "norm1": batch_norm_weights(layer.norm1),
+        "conv1": to_numpy(layer.conv1.kernel),
+        "norm2": batch_norm_weights(layer.norm2),
+        "conv2": np.concatenate([causal_kernel, future_rows], axis=0),
+    }
+
+
 @pytest.mark.parametrize("activation, kernel_size", [("relu", 3), ("glu", 5)])
 def test_dense_layer_matches_numpy_reference(activation, kernel_size):
     rng = np.random.default_rng(15)
@@ -429,18 +445,7 @@ def test_dense_layer_matches_numpy_reference(activation, kernel_size):
     layer(grid, source_mask, target_mask)
     randomize_layer(layer, rng)
     outputs = to_numpy(layer(grid, source_mask, target_mask, training=False))
-    # The layer stores only the kernel rows up to the centre (target
-    # offsets -k // 2 .. 0); the reference takes a full k x k kernel and
-    # masks its future rows itself, so give them random values.
-    causal_kernel = to_numpy(layer.conv2.kernel)  # (k // 2 + 1, k, c, g)
-    half = kernel_size // 2
-    future_rows = rng.normal(size=(half, *causal_kernel.shape[1:]))
-    weights = {
-        "norm1": batch_norm_weights(layer.norm1),
-        "conv1": to_numpy(layer.conv1.kernel),
-        "norm2": batch_norm_weights(layer.norm2),
-        "conv2": np.concatenate([causal_kernel, future_rows], axis=0),
-    }
+    weights = reference_weights(layer, rng)
     expected = reference.dense_layer(grid, source_mask, weights, activation)
     assert outputs.shape == expected.shape == (2, 4, 5, 10)
     np.testing.assert_allclose(outputs, expected, atol=1e-5)
@@ -478,6 +483,98 @@ def test_masked_convolution_reads_the_current_row_and_k_half_before():
         assert (moved[:, :t] < 1e-6).all(), (t, moved)
         assert (moved[:, reach] > 1e-3).all(), (t, moved)
         assert (moved[:, t + half + 1 :] < 1e-6).all(), (t, moved)
+
+
+# A grid of 2 sentences, 4 target rows, 5 source positions and 6 channels;
+# the first sentence has one padded source cell.
+BLOCK_SOURCE_MASK = np.array([[1, 1, 1, 1, 0], [1, 1, 1, 1, 1]], bool)
+BLOCK_TARGET_MASK = np.ones((2, 4), bool)
+
+
+def random_dense_block(kernel_size, num_layers=3, seed=17):
+    """Randomized layers of a DenseNet block, a grid, the reference output.
+
+    Returns:
+        `(layers, grid, expected)`: `grid` float32 `(2, 4, 5, 6)`,
+        `expected` the NumPy reference of the layers applied in turn,
+        `(2, 4, 5, 6 + 4 num_layers)`.
+    """
+    rng = np.random.default_rng(seed)
+    grid = rng.normal(size=(2, 4, 5, 6)).astype("float32")
+    layers, expected = [], grid
+    for _ in range(num_layers):
+        layer = PervasiveDenseLayer(
+            growth_rate=4, kernel_size=kernel_size, bottleneck_factor=2
+        )
+        layer.build(expected.shape)
+        randomize_layer(layer, rng)
+        weights = reference_weights(layer, rng)
+        expected = reference.dense_layer(expected, BLOCK_SOURCE_MASK, weights)
+        layers.append(layer)
+    return layers, grid, expected
+
+
+@pytest.mark.parametrize("kernel_size", [3, 5])
+def test_dense_block_matches_numpy_reference(kernel_size):
+    # Layers in sequence: layer l reads the channels [block input, new
+    # features of layers 0 .. l - 1], in that order, through its own
+    # batch norm and 1x1 kernel, and the zero new features of padded
+    # cells are part of the next layer's input.
+    layers, grid, expected = random_dense_block(kernel_size)
+    outputs = grid
+    for layer in layers:
+        outputs = layer(
+            outputs, BLOCK_SOURCE_MASK, BLOCK_TARGET_MASK, training=False
+        )
+    assert expected.shape == (2, 4, 5, 18)
+    np.testing.assert_allclose(
+        to_numpy(outputs), expected, rtol=1e-5, atol=1e-5
+    )
+
+
+@pytest.mark.parametrize("kernel_size", [3, 5])
+def test_dense_block_steps_match_numpy_reference_row_by_row(kernel_size):
+    # Incremental decoding, one target row at a time: each layer's step
+    # reads its k // 2 cached rows (zeros from `initial_rows`, then the
+    # shift register it returns) and the new row.
+    layers, grid, expected = random_dense_block(kernel_size)
+    rows = [layer.initial_rows(2, 5) for layer in layers]
+    for t in range(4):
+        outputs = grid[:, t : t + 1]  # (2, 1, 5, 6)
+        for index, layer in enumerate(layers):
+            outputs, rows[index] = layer.step(
+                outputs,
+                rows[index],
+                BLOCK_SOURCE_MASK,
+                BLOCK_TARGET_MASK[:, t : t + 1],
+            )
+        np.testing.assert_allclose(
+            to_numpy(outputs)[:, 0],
+            expected[:, t],
+            rtol=1e-5,
+            atol=1e-5,
+            err_msg=t,
+        )
+
+
+@pytest.mark.parametrize("kernel_row", [0, 1, 2])
+def test_each_kernel_row_reads_its_target_offset(kernel_row):
+    # Only row `kernel_row` of the 5 x 5 kernel kept: the new features of
+    # target row j are that row applied to row j + kernel_row - 2 alone.
+    # The centre row (2) must read the current row (a kernel masking it
+    # would give zero new features), rows 0 and 1 the 2 rows before it.
+    rng = np.random.default_rng(18)
+    [layer], grid, _ = random_dense_block(5, num_layers=1)
+    kernel = to_numpy(layer.conv2.kernel)  # (3, 5, c, g)
+    probe = np.zeros_like(kernel)
+    probe[kernel_row] = kernel[kernel_row]
+    layer.conv2.kernel.assign(probe)
+    outputs = layer(grid, BLOCK_SOURCE_MASK, BLOCK_TARGET_MASK, training=False)
+    weights = reference_weights(layer, rng)
+    expected = reference.dense_layer(grid, BLOCK_SOURCE_MASK, weights)
+    # The probe has teeth: its new features are not all zero.
+    assert np.abs(expected[..., 6:]).max() > 0.1
+    np.testing.assert_allclose(to_numpy(outputs), expected, atol=1e-5)
 
 
 def numpy_alignment(features, source_mask):
