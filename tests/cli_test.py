@@ -8,19 +8,11 @@ import os
 import subprocess
 import sys
 
-import pytest
-
 from keras_bahdanau.decoding import SearchConfig
 from keras_bahdanau.translator import Translator
 from tests.run_fixture import PAIRS
-from tests.run_fixture import shared_run_dir
 
 NOT_UTF8 = "invalid UTF-8 (invalid start byte at byte 0 of the line)"
-
-
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory):
-    return shared_run_dir(tmp_path_factory)
 
 
 def keras_bahdanau(*arguments, stdin=b"", environment=None):

@@ -10,6 +10,9 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
+from keras_bahdanau.translator import Translator  # noqa: E402
+from tests.run_fixture import shared_run_dir  # noqa: E402
+
 if keras.backend.backend() == "torch":
     import torch
 
@@ -31,3 +34,17 @@ def _seed():
 @pytest.fixture
 def backend():
     return keras.backend.backend()
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    """The session's tiny run directory (`tests.run_fixture`); read only.
+
+    A test module that needs another one defines its own `run_dir`.
+    """
+    return shared_run_dir(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def translator(run_dir):
+    return Translator.from_run_dir(run_dir)

@@ -12,7 +12,6 @@ from keras_bahdanau.evaluation import evaluate
 from keras_bahdanau.evaluation import evaluate_run
 from keras_bahdanau.translator import Translator
 from tests.run_fixture import PAIRS
-from tests.run_fixture import shared_run_dir
 
 HYPOTHESES = [
     "The house is small.",
@@ -26,11 +25,6 @@ REFERENCES = [
     "I see the cat.",
     "We have a house.",
 ]
-
-
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory):
-    return shared_run_dir(tmp_path_factory)
 
 
 def test_corpus_scores_are_sacrebleu_scores_with_signatures():

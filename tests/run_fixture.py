@@ -6,13 +6,8 @@ German-English corpus, word tokenizers and a tiny `RNNSearch` saved as
 `best.keras` and `last.keras`, in a couple of seconds.
 
 `shared_run_dir()` builds one such directory for the whole test session
-(random weights; tests must not modify it):
-
-```python
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory):
-    return shared_run_dir(tmp_path_factory)
-```
+(random weights; tests must not modify it): the `run_dir` fixture of
+`tests/conftest.py`, with `translator` (its `Translator`).
 """
 
 import pathlib

@@ -14,22 +14,11 @@ from keras_bahdanau.translator import Translator
 from keras_bahdanau.translator import replace_unknown_words
 from tests.run_fixture import MAX_LENGTH
 from tests.run_fixture import PAIRS
-from tests.run_fixture import shared_run_dir
 
 SOURCES = [source for source, _ in PAIRS]
 # One search config for most tests: on JAX and TensorFlow each new one
 # (and batch shape) compiles a new program.
 SEARCH = SearchConfig(beam_size=2, n_best=2, max_length=10)
-
-
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory):
-    return shared_run_dir(tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def translator(run_dir):
-    return Translator.from_run_dir(run_dir)
 
 
 def source_ids(translator, sentence):

@@ -10,12 +10,6 @@ from keras_bahdanau.commands import evaluate as evaluate_command
 from keras_bahdanau.decoding import SearchConfig
 from keras_bahdanau.translator import Translator
 from tests.run_fixture import PAIRS
-from tests.run_fixture import shared_run_dir
-
-
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory):
-    return shared_run_dir(tmp_path_factory)
 
 
 def test_evaluate_command_compares_runs_and_plots_bleu_by_length(

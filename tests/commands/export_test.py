@@ -1,16 +1,8 @@
 import pathlib
 
-import pytest
-
 from keras_bahdanau import cli
 from keras_bahdanau.commands import export as export_command
 from keras_bahdanau.decoding import SearchConfig
-from tests.run_fixture import shared_run_dir
-
-
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory):
-    return shared_run_dir(tmp_path_factory)
 
 
 def test_command_line_defaults(run_dir, tmp_path, monkeypatch, capsys):

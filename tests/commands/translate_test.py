@@ -1,27 +1,14 @@
 import io
 import sys
 
-import pytest
-
 from keras_bahdanau import cli
 from keras_bahdanau.decoding import SearchConfig
 from keras_bahdanau.translator import Translator
 from tests.run_fixture import PAIRS
-from tests.run_fixture import shared_run_dir
 
 SOURCES = [source for source, _ in PAIRS]
 # The search of `--beam-size 2 --max-length 10` (with `--n-best 2`).
 SEARCH = SearchConfig(beam_size=2, n_best=2, max_length=10)
-
-
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory):
-    return shared_run_dir(tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def translator(run_dir):
-    return Translator.from_run_dir(run_dir)
 
 
 def test_translate_command_reads_stdin_and_writes_n_best_lists(
