@@ -5,6 +5,7 @@ a user runs them). The timings themselves are not tested: they depend on
 the machine.
 """
 
+import importlib.util
 import json
 import os
 import pathlib
@@ -14,6 +15,14 @@ import sys
 import keras
 import numpy as np
 import pytest
+
+from keras_bahdanau.decoding import beam_search
+from keras_bahdanau.decoding import greedy_search
+from keras_bahdanau.models import PervasiveAttention
+from keras_bahdanau.models import RNNEncDec
+from keras_bahdanau.models import RNNSearch
+from keras_bahdanau.reserved import EOS_ID
+from keras_bahdanau.reserved import NUM_RESERVED_IDS
 
 _BENCHMARKS = pathlib.Path(__file__).parents[2] / "benchmarks"
 # rnnsearch_tiny (m=128, n=256, l=128) with a 50-word vocabulary.
@@ -152,3 +161,214 @@ def test_decode_throughput_counts_words_and_flops():
         per_sentence = encoder + 2 * n * n + line["beam_size"] * 4 * step
         assert line["flop_per_word"] == round(per_sentence / 3)
         assert line["peak_memory_mb"] > 0
+
+
+# === The plain-PyTorch reference decoder of decode_throughput.py ===
+
+
+def _load_torch_decoder():
+    """benchmarks/_torch_decoder.py (the benchmarks are no package)."""
+    spec = importlib.util.spec_from_file_location(
+        "_torch_decoder", _BENCHMARKS / "_torch_decoder.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _random_rnn_search(reset_after, readout_state, eos_bias):
+    """A tiny RNNSearch whose every weight is N(0, 0.5^2), the same on every
+    backend; `eos_bias` added to EOS's output bias so that some outputs end
+    early."""
+    model = RNNSearch(
+        40,
+        45,
+        embedding_dim=8,
+        hidden_dim=12,
+        maxout_dim=6,
+        attention_dim=10,
+        reset_after=reset_after,
+        readout_state=readout_state,
+        initialization="glorot",
+    )
+    rng = np.random.default_rng(0)
+    for variable in model.weights:
+        variable.assign(rng.normal(0, 0.5, variable.shape).astype("float32"))
+    bias = keras.ops.convert_to_numpy(model.output_projection.bias).copy()
+    bias[EOS_ID] += eos_bias
+    model.output_projection.bias.assign(bias)
+    return model
+
+
+def _random_sources(batch_size=12, width=7):
+    """Random ids, right-padded to lengths 1 to `width`."""
+    rng = np.random.default_rng(1)
+    lengths = rng.integers(1, width + 1, size=batch_size)
+    ids = rng.integers(NUM_RESERVED_IDS, 40, size=(batch_size, width))
+    ids[np.arange(width)[None, :] >= lengths[:, None]] = 0
+    return ids.astype("int32")
+
+
+@pytest.mark.parametrize(
+    "reset_after, readout_state, eos_bias, beam_size",
+    [
+        (False, "previous", 1.5, 1),  # the paper's form, as the presets
+        (False, "previous", 1.5, 3),
+        (False, "previous", 1.5, 5),
+        (True, "current", 0.0, 1),
+        (True, "current", 0.0, 4),
+    ],
+)
+def test_reference_decoder_gives_the_tokens_of_the_package_searches(
+    reset_after, readout_state, eos_bias, beam_size
+):
+    """What makes decode_throughput.py's ratio a like-for-like one."""
+    model = _random_rnn_search(reset_after, readout_state, eos_bias)
+    reference = _load_torch_decoder().TorchRNNSearchDecoder.from_keras(model)
+    assert reference.parameter_count() == model.count_params()
+    source_ids = _random_sources()
+    max_length = 8
+    if beam_size == 1:
+        result = greedy_search(model, source_ids, max_length)
+        tokens, scores, lengths = reference.greedy_search(
+            source_ids, max_length
+        )
+    else:
+        result = beam_search(model, source_ids, beam_size, max_length)
+        tokens, scores, lengths = reference.beam_search(
+            source_ids, beam_size, max_length
+        )
+    expected_tokens = keras.ops.convert_to_numpy(result.token_ids)[:, 0]
+    expected_lengths = keras.ops.convert_to_numpy(result.lengths)[:, 0]
+    np.testing.assert_array_equal(tokens.numpy(), expected_tokens)
+    np.testing.assert_array_equal(lengths.numpy(), expected_lengths)
+    np.testing.assert_allclose(
+        scores.numpy(),
+        keras.ops.convert_to_numpy(result.scores)[:, 0],
+        rtol=1e-5,
+        atol=1e-5,
+    )
+    if eos_bias:
+        # Both ways of ending occur: EOS chosen early, and EOS forced at
+        # the maximum length.
+        assert (expected_lengths < max_length).any()
+        assert (expected_lengths == max_length).any()
+
+
+def test_decode_throughput_times_the_reference_on_the_same_sources():
+    (line,) = _run(
+        "decode_throughput.py",
+        "--preset=rnnsearch_tiny",
+        "--vocabulary-size=40",
+        "--source-length=5",
+        "--max-length=4",
+        "--batch-sizes",
+        "3",
+        "--beam-sizes",
+        "2",
+        "--repeats=2",
+        "--torch-threads=1",
+    )
+    assert line["pytorch_threads"] == 1
+    assert line["pytorch_params"] == line["params"]
+    assert len(line["pytorch_times_s"]) == len(line["times_s"]) == 2
+    assert 0 <= line["pytorch_same_tokens"] <= 1
+    # The reference also runs every hypothesis to the forced EOS.
+    np.testing.assert_allclose(
+        line["pytorch_target_words_per_s"],
+        9 / line["pytorch_seconds_per_batch"],
+        rtol=1e-2,
+    )
+    np.testing.assert_allclose(
+        line["ratio_vs_pytorch"],
+        line["target_words_per_s"] / line["pytorch_target_words_per_s"],
+        rtol=1e-2,
+    )
+    assert len(line["round_ratios"]) == 2
+
+
+def test_decode_throughput_runs_pervasive_attention_against_rnnencdec():
+    lines = _run(
+        "decode_throughput.py",
+        "--preset=pervasive_attention_small",
+        "--compare-with=rnnencdec_tiny",
+        "--vocabulary-size=40",
+        "--source-length=5",
+        "--max-length=4",
+        "--batch-sizes",
+        "2",
+        "--beam-sizes",
+        "1",
+        "3",
+        "--repeats=1",
+    )
+    assert [line["beam_size"] for line in lines] == [1, 3]
+    expected_params = {
+        name: cls.from_preset(
+            name, source_vocabulary_size=40, target_vocabulary_size=40
+        ).count_params()
+        for cls, name in [
+            (PervasiveAttention, "pervasive_attention_small"),
+            (RNNEncDec, "rnnencdec_tiny"),
+        ]
+    }
+    for line in lines:
+        # Every hypothesis of both models runs to the forced EOS.
+        assert line["decode_steps"] == 4
+        assert line["target_words_per_sentence"] == 3
+        np.testing.assert_allclose(
+            line["compare_target_words_per_s"],
+            6 / line["compare_seconds_per_batch"],
+            rtol=1e-2,
+        )
+        # pervasive_attention_small: 8 layers of growth 16 on 64 + 64
+        # input channels, 3x3 kernels (2 causal rows), bottleneck 4 x 16,
+        # max pooling; per new row of Tx = 5 cells, then W_o (C = 256).
+        step = sum(2 * 5 * (128 + 16 * layer) * 64 for layer in range(8))
+        step += 8 * 2 * 5 * 2 * 3 * 64 * 16 + 2 * 256 * 40
+        per_sentence = line["beam_size"] * 4 * step  # 4 steps
+        assert line["flop_per_word"] == round(per_sentence / 3)
+        assert line["ratio_vs_pytorch"] is None  # no reference for PA
+        assert line["params"] == expected_params["pervasive_attention_small"]
+        assert line["compare_params"] == expected_params["rnnencdec_tiny"]
+        np.testing.assert_allclose(
+            line["time_ratio_vs_compare"],
+            line["seconds_per_batch"] / line["compare_seconds_per_batch"],
+            rtol=2e-2,
+        )
+
+
+def test_serving_latency_serves_each_export_from_tensorflow_alone():
+    """Exports on the current backend; the loader imports TensorFlow only."""
+    lines = _run(
+        "serving_latency.py",
+        "--preset=rnnsearch_tiny",
+        "--vocabulary-size=30",
+        "--source-length=4",
+        "--max-length=3",
+        "--batch-sizes",
+        "1",
+        "2",
+        "--beam-sizes",
+        "1",
+        "2",
+        "--warmup=1",
+        "--requests=2",
+    )
+    configurations = [(line["beam_size"], line["batch_size"]) for line in lines]
+    assert configurations == [(1, 1), (1, 2), (2, 1), (2, 2)]
+    for line in lines:
+        assert line["backend"] == keras.backend.backend()
+        assert line["imported"] == []  # no keras, no keras_bahdanau, ...
+        assert line["statuses"] == {"ok": line["batch_size"]}
+        # EOS only at the last of 3 steps: 2 words per translation.
+        assert line["translation_words_per_sentence"] == 2
+        assert len(line["latency_ms_all"]) == 2
+        assert line["latency_ms"] == pytest.approx(
+            np.median(line["latency_ms_all"]), abs=1e-3
+        )
+        np.testing.assert_allclose(
+            line["sentences_per_s"],
+            line["batch_size"] / (line["latency_ms"] / 1e3),
+            rtol=1e-2,
+        )
