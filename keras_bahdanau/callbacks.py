@@ -10,6 +10,8 @@
   writes its backup the same way and never backs up NaN or Inf weights.
 - `DevScores` adds dev BLEU and chrF to the epoch's logs, for model
   selection.
+- `EpochWeights` keeps the weights of the last k epochs, which
+  `average_weights` averages (checkpoint averaging).
 
 A checkpoint that cannot be written (`CheckpointError`) or weights that
 are no longer finite (`FloatingPointError`) stop training: carrying on
@@ -36,6 +38,7 @@ from keras_bahdanau.evaluation import corpus_scores
 from keras_bahdanau.run_directory import atomic_write
 from keras_bahdanau.run_directory import atomic_write_text
 from keras_bahdanau.validation import check_choice
+from keras_bahdanau.validation import check_int
 
 # The files `keras.callbacks.BackupAndRestore` restores from, in its
 # `backup_dir` (Keras names them in private attributes only);
@@ -306,6 +309,92 @@ class FiniteBackupAndRestore(keras.callbacks.BackupAndRestore):
                 f"Writing the backup in {self.backup_dir} failed: "
                 f"{error.strerror or error}. Training stopped",
             ) from error
+
+
+class EpochWeights(keras.callbacks.Callback):
+    """Keeps the weights of the last `keep` epochs, for `average_weights`.
+
+    At each epoch end it writes `directory/epoch_NNNN.weights.h5` (the
+    epoch counted from 1; `model.save_weights`, atomically) and deletes the
+    files of older epochs beyond the last `keep`. A resumed run rewrites
+    the epoch it repeats. Place it before the backup callback, like the
+    checkpoints: a backup that marks an epoch done comes after its file.
+
+    Args:
+        directory: the folder of the files; created if needed.
+        keep: int >= 1, how many epochs to keep.
+
+    Raises:
+        CheckpointError: a file could not be written.
+        FloatingPointError: the weights hold NaN or Inf; nothing written.
+    """
+
+    def __init__(self, directory, keep):
+        super().__init__()
+        self.directory = Path(directory)
+        check_int("keep", keep)
+        self.keep = keep
+
+    def on_epoch_end(self, epoch, logs=None):
+        path = self.directory / f"epoch_{epoch + 1:04d}.weights.h5"
+        check_finite(self.model, path.name)
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            atomic_write(path, self.model.save_weights)
+        except OSError as error:
+            raise CheckpointError(
+                error.errno,
+                f"Writing {path} failed: {error.strerror or error}. "
+                "Training stopped",
+            ) from error
+        for old in epoch_weight_files(self.directory)[: -self.keep]:
+            old.unlink()
+
+
+def epoch_weight_files(directory):
+    """The files `EpochWeights` wrote in `directory`, oldest first."""
+    return sorted(Path(directory).glob("epoch_[0-9]*.weights.h5"))
+
+
+def average_weights(model, paths):
+    """Sets `model`'s weights to the mean of the weight files `paths`.
+
+    Checkpoint averaging: the element-wise mean of the parameters of the
+    last few checkpoints of one run, which smooths the noise of the last
+    updates; Vaswani et al. (2017, arXiv:1706.03762, section 6.1) average
+    their last 5 checkpoints. Floating-point variables are averaged in
+    float64 and cast back; others (integer states) take the last file's
+    values.
+
+    Args:
+        model: a built model of the architecture that wrote the files.
+        paths: `.weights.h5` files written by `model.save_weights`
+            (e.g. `EpochWeights`'s), at least one.
+
+    Returns:
+        `model`, its weights now the average.
+    """
+    paths = list(paths)
+    if not paths:
+        raise ValueError("`paths` is empty: there is nothing to average.")
+    total = None
+    for path in paths:
+        model.load_weights(path)
+        weights = model.get_weights()
+        if total is None:
+            total = [np.zeros(w.shape, "float64") for w in weights]
+        for accumulator, weight in zip(total, weights, strict=True):
+            if np.issubdtype(weight.dtype, np.floating):
+                accumulator += weight
+    model.set_weights(
+        [
+            (accumulator / len(paths)).astype(weight.dtype)
+            if np.issubdtype(weight.dtype, np.floating)
+            else weight
+            for accumulator, weight in zip(total, weights, strict=True)
+        ]
+    )
+    return model
 
 
 class DevScores(keras.callbacks.Callback):

@@ -77,6 +77,10 @@ DEFAULTS = {
         # progress on the selection criterion; 0: constant.
         "lr_decay": 0.5,
         "lr_patience": 2,
+        # Checkpoint averaging: the mean of the last N epochs' weights
+        # becomes best.keras if it beats the best epoch on the selection
+        # criterion; 0: off.
+        "average_last": 0,
         "seed": 1234,
         "backup_every_steps": 100,
     },
@@ -169,6 +173,7 @@ CHOICES = {
 _POSITIVE = (lambda value: value > 0, "positive")
 _ALL_OR_POSITIVE = (lambda value: value >= 0, "0 (all) or positive")
 _FRACTION = (lambda value: 0.0 <= value < 1.0, "in [0, 1)")
+_OFF_OR_SEVERAL = (lambda value: value == 0 or value >= 2, "0 (off) or >= 2")
 RANGES = {
     "data.max_length": _POSITIVE,
     "training.epochs": _POSITIVE,
@@ -177,6 +182,7 @@ RANGES = {
     "training.label_smoothing": _FRACTION,
     "training.lr_decay": _FRACTION,
     "training.lr_patience": _POSITIVE,
+    "training.average_last": _OFF_OR_SEVERAL,
     "evaluation.selection_sentences": _ALL_OR_POSITIVE,
     "distribution.devices": _ALL_OR_POSITIVE,
     "distribution.model_shards": _ALL_OR_POSITIVE,

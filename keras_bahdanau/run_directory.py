@@ -12,6 +12,10 @@ RUN_DIR/
   tensorboard/         TensorBoard logs
   backup/              keras.callbacks.BackupAndRestore state (resume:
                        weights and optimizer state)
+  epoch_weights/       the last epochs' weights, with
+                       training.average_last (removed once averaged)
+  averaging.json       the averaged epochs, their dev score against the
+                       best epoch's, and which one best.keras holds
   results.json         dev/test BLEU at the end of training
 ```
 
@@ -50,6 +54,8 @@ BEST_MODEL = "best.keras"
 TRAINING_LOG = "training_log.csv"
 TENSORBOARD = "tensorboard"
 BACKUP = "backup"
+EPOCH_WEIGHTS = "epoch_weights"
+AVERAGING = "averaging.json"
 RESULTS = "results.json"
 CHECKPOINTS = ("best", "last")
 # Bumped when the layout or meaning of a run directory changes; readers

@@ -8,8 +8,11 @@ import pytest
 from keras_bahdanau.callbacks import AtomicModelCheckpoint
 from keras_bahdanau.callbacks import CheckpointError
 from keras_bahdanau.callbacks import DevScores
+from keras_bahdanau.callbacks import EpochWeights
 from keras_bahdanau.callbacks import FiniteBackupAndRestore
 from keras_bahdanau.callbacks import NonFiniteLoss
+from keras_bahdanau.callbacks import average_weights
+from keras_bahdanau.callbacks import epoch_weight_files
 from keras_bahdanau.callbacks import inference_copy
 from keras_bahdanau.models import PervasiveAttention
 from keras_bahdanau.models import RNNEncDec
@@ -290,3 +293,55 @@ def test_selection_on_bleu_keeps_the_epoch_with_the_best_bleu(tmp_path):
     assert bleu[0] == 0.0 and bleu[1] == pytest.approx(100.0)
     assert 0.0 < bleu[2] < 100.0
     assert "val_chrf" in header
+
+
+def test_epoch_weights_keeps_the_last_epochs(tmp_path):
+    weights = _WeightsAfterEachStep()
+    model = _model()
+    _fit(model, [weights, EpochWeights(tmp_path / "epochs", keep=2)], epochs=4)
+    files = epoch_weight_files(tmp_path / "epochs")
+    assert [f.name for f in files] == [
+        "epoch_0003.weights.h5",
+        "epoch_0004.weights.h5",
+    ]
+    for path, epoch in zip(files, (3, 4), strict=True):
+        copy = _model()
+        copy.load_weights(path)
+        expected = weights.weights[epoch * STEPS_PER_EPOCH - 1]
+        for a, b in zip(copy.get_weights(), expected, strict=True):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_epoch_weights_refuses_non_finite_weights(tmp_path):
+    model = _model()
+    with pytest.raises(FloatingPointError, match="epoch_0001.weights.h5"):
+        _fit(
+            model,
+            [_NaNLearningRate(0, 4), EpochWeights(tmp_path, keep=1)],
+            epochs=1,
+        )
+    assert epoch_weight_files(tmp_path) == []
+
+
+def test_average_weights_is_the_element_wise_mean(tmp_path):
+    rng = np.random.default_rng(1)
+    drawn = []
+    for i in range(3):
+        model = _model()
+        model.set_weights(
+            [
+                rng.normal(size=w.shape).astype("float32")
+                for w in model.get_weights()
+            ]
+        )
+        drawn.append(model.get_weights())
+        model.save_weights(tmp_path / f"{i}.weights.h5")
+    model = average_weights(
+        _model(), [tmp_path / f"{i}.weights.h5" for i in range(3)]
+    )
+    for got, *values in zip(model.get_weights(), *drawn, strict=True):
+        expected = (values[0] + values[1] + values[2]) / 3
+        assert got.dtype == np.float32
+        np.testing.assert_allclose(got, expected, rtol=1e-6)
+    with pytest.raises(ValueError, match="nothing to average"):
+        average_weights(model, [])

@@ -33,6 +33,7 @@ def test_example_config_is_valid():
         ("trainer.epochs=3", "Unknown config key 'trainer'"),
         ("training.epochs=many", "training.epochs must be a int"),
         ("training.epochs=0", "training.epochs must be positive"),
+        ("training.average_last=1", r"average_last must be 0 \(off\) or >= 2"),
         ("training.optimizer=sgd", "training.optimizer must be one of"),
         ("epochs", "section.key=value"),
     ],
@@ -98,3 +99,18 @@ def test_the_choices_are_the_packages_own():
     paper = RECIPES["paper"]["model"]
     assert {key: paper[key] for key in REGULARIZATION} == REGULARIZATION
     assert set(REGULARIZATION) <= set(DEFAULTS["model"])
+
+
+def test_long_example_config_is_the_main_jobs_with_more_training():
+    main = resolve_config("examples/ding_de_en.toml")
+    long = resolve_config("examples/ding_de_en_long.toml")
+    for section in ("data", "tokenizer", "model", "evaluation"):
+        assert long[section] == main[section], section
+    assert long["training"]["epochs"] == 40
+    assert long["training"]["average_last"] == 5
+    differ = {
+        k
+        for k in main["training"]
+        if long["training"][k] != main["training"][k]
+    }
+    assert differ == {"epochs", "patience", "average_last"}

@@ -197,6 +197,10 @@ def train(config, callbacks=()):
                 shuffle=False,  # the dataset shuffles itself each epoch
                 verbose=1 if sys.stdout.isatty() else 2,  # bar on a terminal
             )
+        if training["average_last"]:
+            _average_last(
+                run_dir, config, model, tokenizers, splits, plan, datasets
+            )
     if finished:
         print(f"Training in {run_dir} already finished; evaluating only.")
     # Outside the training scope: one device decodes.
@@ -264,29 +268,17 @@ def _callbacks(run_dir, config, model, tokenizers, splits):
     from keras_bahdanau import run_directory as rd
     from keras_bahdanau.callbacks import AtomicModelCheckpoint
     from keras_bahdanau.callbacks import DevScores
+    from keras_bahdanau.callbacks import EpochWeights
     from keras_bahdanau.callbacks import FiniteBackupAndRestore
     from keras_bahdanau.callbacks import NonFiniteLoss
-    from keras_bahdanau.decoding import SearchConfig
-    from keras_bahdanau.translator import Translator
 
-    training, evaluation = config["training"], config["evaluation"]
+    training = config["training"]
     monitor, mode = _SELECTION[training["selection"]]
     selection = []
     if training["selection"] == "bleu":
-        pairs = splits["dev"][: evaluation["selection_sentences"] or None]
-        translator = Translator(
-            model, tokenizers["source"], tokenizers["target"]
+        selection.append(
+            DevScores(*_dev_translation(config, model, tokenizers, splits))
         )
-
-        def translate():
-            translations = translator.translate(
-                [source for source, _ in pairs],
-                SearchConfig(beam_size=evaluation["beam_size"]),
-                batch_size=64,
-            )
-            return [translation.text for translation in translations]
-
-        selection.append(DevScores(translate, [t for _, t in pairs]))
     if training["lr_decay"]:
         selection.append(
             keras.callbacks.ReduceLROnPlateau(
@@ -311,6 +303,11 @@ def _callbacks(run_dir, config, model, tokenizers, splits):
         *selection,
         best,
         AtomicModelCheckpoint(run_dir / rd.LAST_MODEL, include_optimizer=False),
+        *(
+            [EpochWeights(run_dir / rd.EPOCH_WEIGHTS, training["average_last"])]
+            if training["average_last"]
+            else []
+        ),
         keras.callbacks.CSVLogger(run_dir / rd.TRAINING_LOG, append=True),
         # After the checkpoints and the log: a backup that says "epoch e is
         # done" comes after everything epoch e wrote.
@@ -324,6 +321,97 @@ def _callbacks(run_dir, config, model, tokenizers, splits):
         ),
         keras.callbacks.TensorBoard(run_dir / rd.TENSORBOARD),
     ]
+
+
+def _dev_translation(config, model, tokenizers, splits):
+    """`(translate, references)` of the selection's dev sentences.
+
+    `translate()` translates them with `model`'s current weights and the
+    run's beam (`DevScores`'s argument).
+    """
+    from keras_bahdanau.decoding import SearchConfig
+    from keras_bahdanau.translator import Translator
+
+    evaluation = config["evaluation"]
+    pairs = splits["dev"][: evaluation["selection_sentences"] or None]
+    translator = Translator(model, tokenizers["source"], tokenizers["target"])
+
+    def translate():
+        translations = translator.translate(
+            [source for source, _ in pairs],
+            SearchConfig(beam_size=evaluation["beam_size"]),
+            batch_size=64,
+        )
+        return [translation.text for translation in translations]
+
+    return translate, [target for _, target in pairs]
+
+
+def _average_last(run_dir, config, model, tokenizers, splits, plan, datasets):
+    """Checkpoint averaging: the last epochs' mean, kept if it scores better.
+
+    Averages the weights `EpochWeights` kept (`training.average_last`
+    epochs; `callbacks.average_weights`), scores the average on the
+    selection criterion (dev BLEU of the selection sentences, or the dev
+    loss) and, if it beats the best epoch's logged score, saves it as
+    best.keras. `averaging.json` records both scores and the choice; the
+    epochs' files are removed after it is written. A run killed during
+    this step repeats it; one that wrote the record skips it.
+    """
+    from keras_bahdanau import distribution as kdist
+    from keras_bahdanau import run_directory as rd
+    from keras_bahdanau.callbacks import average_weights
+    from keras_bahdanau.callbacks import epoch_weight_files
+    from keras_bahdanau.callbacks import inference_copy
+    from keras_bahdanau.callbacks import save_atomically
+    from keras_bahdanau.evaluation import corpus_scores
+
+    record = run_dir / rd.AVERAGING
+    paths = epoch_weight_files(run_dir / rd.EPOCH_WEIGHTS)
+    paths = paths[-config["training"]["average_last"] :]
+    if record.is_file():
+        return
+    if len(paths) < 2:
+        print("Checkpoint averaging: fewer than 2 epochs were kept; skipped.")
+        return
+    monitor, mode = _SELECTION[config["training"]["selection"]]
+    best = _best_logged(run_dir, monitor, mode)
+    average_weights(model, paths)
+    if monitor == "val_bleu":
+        translate, references = _dev_translation(
+            config, model, tokenizers, splits
+        )
+        value = corpus_scores(translate(), references)["bleu"]
+    else:
+        value = model.evaluate(
+            kdist.validation_data(plan, datasets["dev"]),
+            return_dict=True,
+            verbose=0,
+        )["loss"]
+    selected = value > best if mode == "max" else value < best
+    if selected:
+        save_atomically(inference_copy(model), run_dir / rd.BEST_MODEL)
+    epochs = [int(path.name.split("_")[1].split(".")[0]) for path in paths]
+    rd.atomic_write_text(
+        record,
+        json.dumps(
+            {
+                "epochs": epochs,
+                "monitor": monitor,
+                "average": value,
+                "best_epoch": best,
+                "best_model": "average" if selected else "best epoch",
+            },
+            indent=2,
+        ),
+    )
+    for path in paths:
+        path.unlink()
+    print(
+        f"Average of epochs {epochs[0]}-{epochs[-1]}: {monitor} {value:.4g}, "
+        f"the best epoch's {best:.4g}; best.keras holds "
+        + ("the average." if selected else "the best epoch.")
+    )
 
 
 def add_arguments(parser):

@@ -434,3 +434,57 @@ def test_small_data_recipe_learns_the_reversal_task(tmp_path):
     assert results["dev"]["bleu"] >= 50.0
     model, _, _, _ = rd.load_run(run_dir)
     assert model.get_config()["tie_embeddings"] is True
+
+
+class _EpochEndWeights(keras.callbacks.Callback):
+    def __init__(self):
+        super().__init__()
+        self.weights = []
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.weights.append([np.array(w) for w in self.model.get_weights()])
+
+
+@pytest.mark.parametrize("selection", ["bleu", "loss"])
+def test_checkpoint_averaging(tmp_path, selection):
+    """The mean of the last epochs' weights is scored on the selection
+    criterion and becomes best.keras only if it beats the best epoch."""
+    run_dir = tmp_path / "run"
+    config = resolve_config(
+        None,
+        FAST
+        + _corpus(tmp_path)
+        + [
+            "training.epochs=3",
+            "training.average_last=2",
+            f"training.selection={selection}",
+            f"run_dir={run_dir}",
+        ],
+    )
+    recorder = _EpochEndWeights()
+    train(config, callbacks=[recorder])
+    record = json.loads((run_dir / rd.AVERAGING).read_text())
+    assert record["epochs"] == [2, 3]
+    assert record["monitor"] == f"val_{selection}"
+    assert not list((run_dir / rd.EPOCH_WEIGHTS).glob("*.h5"))
+    with open(run_dir / rd.TRAINING_LOG, newline="") as file:
+        logged = [
+            float(row[f"val_{selection}"]) for row in csv.DictReader(file)
+        ]
+    pick = max if selection == "bleu" else min
+    assert record["best_epoch"] == pytest.approx(pick(logged))
+    better = (
+        record["average"] > record["best_epoch"]
+        if selection == "bleu"
+        else record["average"] < record["best_epoch"]
+    )
+    assert record["best_model"] == ("average" if better else "best epoch")
+    if better:
+        expected = [
+            (a + b) / 2 for a, b in zip(*recorder.weights[1:], strict=True)
+        ]
+    else:
+        expected = recorder.weights[logged.index(pick(logged))]
+    best = keras.saving.load_model(run_dir / rd.BEST_MODEL)
+    for got, want in zip(best.get_weights(), expected, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
