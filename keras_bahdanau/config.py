@@ -34,6 +34,9 @@ DEFAULTS = {
         "tsv_file": "",
         "max_length": 50,
         "max_train_pairs": 0,  # 0: all
+        # ding_de_en: add up to N of the dictionary's term pairs for the
+        # training sentences' words (data.corpora.ding_terms); 0: none.
+        "dictionary_pairs": 0,
         "lowercase": False,
     },
     "tokenizer": {
@@ -173,9 +176,12 @@ CHOICES = {
 _POSITIVE = (lambda value: value > 0, "positive")
 _ALL_OR_POSITIVE = (lambda value: value >= 0, "0 (all) or positive")
 _FRACTION = (lambda value: 0.0 <= value < 1.0, "in [0, 1)")
+_OFF_OR_POSITIVE = (lambda value: value >= 0, "0 (off) or positive")
 _OFF_OR_SEVERAL = (lambda value: value == 0 or value >= 2, "0 (off) or >= 2")
 RANGES = {
     "data.max_length": _POSITIVE,
+    "data.max_train_pairs": _ALL_OR_POSITIVE,
+    "data.dictionary_pairs": _OFF_OR_POSITIVE,
     "training.epochs": _POSITIVE,
     "training.batch_size": _POSITIVE,
     "training.backup_every_steps": _POSITIVE,

@@ -33,6 +33,8 @@ def test_example_config_is_valid():
         ("trainer.epochs=3", "Unknown config key 'trainer'"),
         ("training.epochs=many", "training.epochs must be a int"),
         ("training.epochs=0", "training.epochs must be positive"),
+        ("data.dictionary_pairs=-1", r"must be 0 \(off\) or positive"),
+        ("data.max_train_pairs=-5", r"must be 0 \(all\) or positive"),
         ("training.average_last=1", r"average_last must be 0 \(off\) or >= 2"),
         ("training.optimizer=sgd", "training.optimizer must be one of"),
         ("epochs", "section.key=value"),

@@ -5,7 +5,9 @@ from keras_bahdanau.data.bible import bible_file
 from keras_bahdanau.data.corpora import cache_dir
 from keras_bahdanau.data.corpora import ding_de_en
 from keras_bahdanau.data.corpora import ding_file
+from keras_bahdanau.data.corpora import ding_terms
 from keras_bahdanau.data.corpora import parse_ding
+from keras_bahdanau.data.corpora import parse_ding_terms
 from keras_bahdanau.data.corpora import read_lines
 from keras_bahdanau.data.corpora import read_parallel_files
 from keras_bahdanau.data.corpora import read_tsv

@@ -5,7 +5,8 @@ Two kinds of corpora:
 * `ding_de_en()`: German-English example sentences from the Ding dictionary
   (Debian package `trans-de-en`, GPL-2+), found on the system or fetched
   with `apt-get download` into a cache folder. The data is never shipped
-  with this package.
+  with this package. `ding_terms()`: its term and phrase pairs, extra
+  training data for the words of a corpus.
 * Parallel text as users have it: two aligned files, one sentence per line
   (`read_parallel_files()`), or one tab-separated file (`read_tsv()`), plain
   or gzipped.
@@ -15,6 +16,7 @@ Two kinds of corpora:
 lines, also of the commands' input files and stdin.
 """
 
+import collections
 import functools
 import gzip
 import hashlib
@@ -190,6 +192,87 @@ def _is_sentence(text):
         and len(text.split()) >= 2
         and _NOT_A_SENTENCE.search(text) is None
     )
+
+
+def parse_ding_terms(lines):
+    """Extracts term and phrase pairs from lines of the Ding dictionary.
+
+    The dictionary material that `parse_ding()` leaves out: headwords and
+    short phrases (`Abendessen {n} :: supper`). Lines are read as there
+    (comments and misaligned lines skipped, sub-entries aligned by
+    position); of each pair of sub-entries the first synonym of each side
+    is taken (annotations removed first), and the pair kept when both sides
+    are non-empty, have at most 5 words, do not end like a sentence (`.`,
+    `!`, `?`: example sentences and fragments) and hold no alternatives,
+    placeholders or brackets. One pair per German term: the first, which
+    is the dictionary's main sense.
+
+    Args:
+        lines: iterable of `str`, the lines of the dictionary file.
+
+    Returns:
+        A list of `(german, english)` string tuples, in file order.
+    """
+    pairs = {}
+    for line in lines:
+        if line.startswith("#") or " :: " not in line:
+            continue
+        german, english = line.rstrip("\n").split(" :: ", 1)
+        german, english = german.split(" | "), english.split(" | ")
+        if len(german) != len(english):
+            continue
+        for source, target in zip(german, english, strict=True):
+            source, target = (
+                _strip_annotations(side).split(";")[0].strip()
+                for side in (source, target)
+            )
+            if _is_term(source) and _is_term(target):
+                pairs.setdefault(source, target)
+    return list(pairs.items())
+
+
+def _is_term(text):
+    return (
+        0 < len(text.split()) <= 5
+        and _SENTENCE_END.search(text) is None
+        and _NOT_A_SENTENCE.search(text) is None
+        and not set(text) & set("()[]{}<>")
+    )
+
+
+def _words(text):
+    return re.findall(r"\w[\w'-]*", text.lower())
+
+
+def ding_terms(train_pairs, limit, path=None, cache=None):
+    """Up to `limit` Ding term pairs for the German words of `train_pairs`.
+
+    Extra training data for a German-English corpus: the pairs of
+    `parse_ding_terms()` whose German words all occur in the sources of
+    `train_pairs` (case-insensitive), those of the most frequent words
+    first (ranked by the count of their rarest word, then in file order).
+    Only training text chooses them, so no dev or test sentence does.
+
+    Args:
+        train_pairs: list of `(german, english)` training pairs.
+        limit: int >= 1, the most pairs returned.
+        path: optional path to a copy of the dictionary file. Defaults to
+            `ding_file(cache)`.
+        cache: folder for a downloaded copy. Defaults to `cache_dir()`.
+
+    Returns:
+        A list of `(german, english)` string tuples, best ranked first.
+    """
+    counts = collections.Counter(
+        word for source, _ in train_pairs for word in _words(source)
+    )
+    path = pathlib.Path(path) if path is not None else ding_file(cache)
+    ranked = []
+    for index, pair in enumerate(parse_ding_terms(read_lines(path))):
+        rarest = min((counts[word] for word in _words(pair[0])), default=0)
+        if rarest:
+            ranked.append((-rarest, index, pair))
+    return [pair for _, _, pair in sorted(ranked)[:limit]]
 
 
 @functools.lru_cache(maxsize=4)

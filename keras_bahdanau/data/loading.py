@@ -5,6 +5,7 @@ from pathlib import Path
 from keras_bahdanau.data.bible import bible
 from keras_bahdanau.data.corpora import SPLITS
 from keras_bahdanau.data.corpora import ding_de_en
+from keras_bahdanau.data.corpora import ding_terms
 from keras_bahdanau.data.corpora import read_parallel_files
 from keras_bahdanau.data.corpora import read_tsv
 from keras_bahdanau.data.corpora import split_pairs
@@ -23,7 +24,8 @@ def load_corpus(data_config):
 
     Returns:
         `{"train": pairs, "dev": pairs, "test": pairs}`, lists of
-        `(source, target)` string tuples.
+        `(source, target)` string tuples; with `data.dictionary_pairs` the
+        train pairs end with that many Ding term pairs (`ding_terms()`).
 
     Raises:
         FileNotFoundError: a `data.*_file` names no file, or a corpus to
@@ -51,6 +53,16 @@ def load_corpus(data_config):
             )
     if data_config["max_train_pairs"]:
         splits["train"] = splits["train"][: data_config["max_train_pairs"]]
+    if data_config["dictionary_pairs"]:
+        if corpus != "ding_de_en":
+            raise ValueError(
+                "data.dictionary_pairs adds pairs of the Ding dictionary's "
+                "terms, for corpus 'ding_de_en' only. Received: "
+                f"data.corpus={corpus!r}"
+            )
+        splits["train"] = splits["train"] + ding_terms(
+            splits["train"], data_config["dictionary_pairs"]
+        )
     return splits
 
 

@@ -40,6 +40,46 @@ def test_parse_ding_selects_and_cleans_sentence_pairs():
     assert corpora.parse_ding(lines) == DING_SAMPLE_PAIRS
 
 
+# What parse_ding_terms() must extract from ding_sample.txt, in file order.
+DING_SAMPLE_TERMS = [
+    ("Apfel", "apple"),
+    ("Äpfel", "apples"),
+    ("Baum", "tree"),
+    ("Bäume", "trees"),
+    ("schnell", "fast"),
+    ("Zitat", "quotation"),
+    ("Obst", "fruit"),
+    ("Märchen", "fairy tale"),
+    ("Hundert", "hundred"),
+    ("Brot", "bread"),
+    ("Fahrrad", "bicycle"),
+    ("Hilfe", "help"),
+    ("Test", "test"),
+]
+
+
+def test_parse_ding_terms_keeps_terms_not_sentences():
+    lines = DING_SAMPLE.read_text(encoding="utf-8").splitlines()
+    # Sentences, fragments ending in ".", "!" or "?", placeholders,
+    # misaligned lines and a second sense of "Apfel" are left out; the
+    # first synonym is taken with its annotations removed.
+    assert corpora.parse_ding_terms(lines) == DING_SAMPLE_TERMS
+
+
+def test_ding_terms_are_chosen_by_the_training_words():
+    train = [
+        ("Der Apfel ist rot.", "The apple is red."),
+        ("Brot ist gut. BROT!", "Bread is good. Bread!"),
+        ("Ein Baum und ein Test.", "A tree and a test."),
+    ]
+    # brot twice (case-insensitive), then apfel, baum, test once each in
+    # file order; no other term's words occur in the sources.
+    chosen = corpora.ding_terms(train, 3, path=DING_SAMPLE)
+    assert chosen == [("Brot", "bread"), ("Apfel", "apple"), ("Baum", "tree")]
+    everything = corpora.ding_terms(train, 100, path=DING_SAMPLE)
+    assert everything == chosen + [("Test", "test")]
+
+
 def test_ding_de_en_splits_a_given_file():
     splits = {
         s: corpora.ding_de_en(s, path=DING_SAMPLE) for s in corpora.SPLITS

@@ -1,7 +1,12 @@
 import pytest
 
 from keras_bahdanau.config import DEFAULTS
+from keras_bahdanau.data import corpora
 from keras_bahdanau.data import load_corpus
+from keras_bahdanau.data import loading
+from tests.data.corpora_test import DING_SAMPLE
+from tests.data.corpora_test import DING_SAMPLE_PAIRS
+from tests.data.corpora_test import DING_SAMPLE_TERMS
 
 
 def _write(path, lines):
@@ -31,3 +36,30 @@ def test_errors_name_the_data_key(tmp_path):
         load_corpus({**data, "tsv_file": tiny})
     with pytest.raises(ValueError, match="Received: data.corpus='wmt'"):
         load_corpus({**data, "corpus": "wmt"})
+
+
+def test_dictionary_pairs_extend_the_training_split_only(monkeypatch):
+    sentences = {  # The sample's sentences are too few to split by hash.
+        "train": DING_SAMPLE_PAIRS[:5],
+        "dev": DING_SAMPLE_PAIRS[5:7],
+        "test": DING_SAMPLE_PAIRS[7:],
+    }
+    monkeypatch.setattr(loading, "ding_de_en", lambda split: sentences[split])
+    monkeypatch.setattr(corpora, "ding_file", lambda cache=None: DING_SAMPLE)
+    data = {**DEFAULTS["data"], "corpus": "ding_de_en"}
+    plain = load_corpus(data)
+    extended = load_corpus({**data, "dictionary_pairs": 2})
+    added = extended["train"][len(plain["train"]) :]
+    assert extended["train"][: len(plain["train"])] == plain["train"]
+    # The train sources name Apfel, Äpfel and Baum once each (file order).
+    assert added == DING_SAMPLE_TERMS[:2]
+    assert extended["dev"] == plain["dev"] and extended["test"] == plain["test"]
+
+
+def test_dictionary_pairs_need_the_ding_corpus(tmp_path):
+    tsv = _write(
+        tmp_path / "pairs.tsv", [f"Satz {i}.\tS {i}." for i in range(99)]
+    )
+    data = {**DEFAULTS["data"], "corpus": "tsv", "tsv_file": tsv}
+    with pytest.raises(ValueError, match="for corpus 'ding_de_en' only"):
+        load_corpus({**data, "dictionary_pairs": 10})
