@@ -70,7 +70,7 @@ DEFAULTS = {
         "clipnorm": 1.0,
         "label_smoothing": 0.1,
         "epochs": 10,
-        "batch_size": 64,
+        "batch_size": 32,
         "precision": "float32",  # or "mixed_float16", "mixed_bfloat16"
         # "bleu": the best checkpoint, early stopping and learning-rate
         # decay follow dev BLEU; "loss": dev loss.

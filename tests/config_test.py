@@ -115,4 +115,4 @@ def test_long_example_config_is_the_main_jobs_with_more_training():
         for k in main["training"]
         if long["training"][k] != main["training"][k]
     }
-    assert differ == {"epochs", "patience", "average_last"}
+    assert differ == {"epochs", "patience", "average_last", "batch_size"}
