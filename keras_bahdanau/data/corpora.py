@@ -153,26 +153,34 @@ def parse_ding(lines):
         A list of `(german, english)` string tuples, in file order.
     """
     pairs = {}
+    # Cheap test first: most lines hold only headwords and phrases.
+    for source, target in _sub_entries(lines, _MAYBE_SENTENCE.search):
+        if _MAYBE_SENTENCE.search(source) is None:
+            continue
+        source = _strip_annotations(source)
+        if not _is_sentence(source):
+            continue
+        target = _strip_annotations(target)
+        if _is_sentence(target):
+            pairs.setdefault((source, target), None)
+    return list(pairs)
+
+
+def _sub_entries(lines, german_test=None):
+    """The `(german, english)` sub-entries of the lines, aligned by position.
+
+    Comments and lines whose sides have different numbers of sub-entries
+    are skipped; so are lines whose German side fails `german_test`.
+    """
     for line in lines:
         if line.startswith("#") or " :: " not in line:
             continue
         german, english = line.rstrip("\n").split(" :: ", 1)
-        # Cheap test first: most lines hold only headwords and phrases.
-        if _MAYBE_SENTENCE.search(german) is None:
+        if german_test is not None and not german_test(german):
             continue
         german, english = german.split(" | "), english.split(" | ")
-        if len(german) != len(english):
-            continue
-        for source, target in zip(german, english, strict=True):
-            if _MAYBE_SENTENCE.search(source) is None:
-                continue
-            source = _strip_annotations(source)
-            if not _is_sentence(source):
-                continue
-            target = _strip_annotations(target)
-            if _is_sentence(target):
-                pairs.setdefault((source, target), None)
-    return list(pairs)
+        if len(german) == len(english):
+            yield from zip(german, english, strict=True)
 
 
 def _strip_annotations(text):
@@ -214,20 +222,13 @@ def parse_ding_terms(lines):
         A list of `(german, english)` string tuples, in file order.
     """
     pairs = {}
-    for line in lines:
-        if line.startswith("#") or " :: " not in line:
-            continue
-        german, english = line.rstrip("\n").split(" :: ", 1)
-        german, english = german.split(" | "), english.split(" | ")
-        if len(german) != len(english):
-            continue
-        for source, target in zip(german, english, strict=True):
-            source, target = (
-                _strip_annotations(side).split(";")[0].strip()
-                for side in (source, target)
-            )
-            if _is_term(source) and _is_term(target):
-                pairs.setdefault(source, target)
+    for source, target in _sub_entries(lines):
+        source, target = (
+            _strip_annotations(side).split(";")[0].strip()
+            for side in (source, target)
+        )
+        if _is_term(source) and _is_term(target):
+            pairs.setdefault(source, target)
     return list(pairs.items())
 
 
