@@ -87,7 +87,10 @@ def check_finite(model, target):
 
 
 def save_atomically(model, path):
-    """Saves `model` to the `.keras` file `path` with `atomic_write`.
+    """Saves `model` to `path` with `atomic_write`.
+
+    A `.weights.h5` file gets the weights only (`model.save_weights`);
+    any other name the whole model (`model.save`, a `.keras` file).
 
     Raises:
         CheckpointError: the write failed (disk full, directory gone, ...);
@@ -103,7 +106,8 @@ def save_atomically(model, path):
         )
     check_finite(model, path.name)
     try:
-        atomic_write(path, model.save)
+        weights_only = path.name.endswith(".weights.h5")
+        atomic_write(path, model.save_weights if weights_only else model.save)
     except OSError as error:
         raise CheckpointError(
             error.errno,
@@ -315,13 +319,15 @@ class EpochWeights(keras.callbacks.Callback):
     """Keeps the weights of the last `keep` epochs, for `average_weights`.
 
     At each epoch end it writes `directory/epoch_NNNN.weights.h5` (the
-    epoch counted from 1; `model.save_weights`, atomically) and deletes the
-    files of older epochs beyond the last `keep`. A resumed run rewrites
-    the epoch it repeats. Place it before the backup callback, like the
-    checkpoints: a backup that marks an epoch done comes after its file.
+    epoch counted from 1; `save_atomically`) and deletes the files of
+    older epochs beyond the last `keep`. A resumed run rewrites the epoch
+    it repeats. Place it before the backup callback, like the checkpoints:
+    a backup that marks an epoch done comes after its file.
 
     Args:
-        directory: the folder of the files; created if needed.
+        directory: the folder of the files; created when training starts
+            (a folder that vanishes later stops training, as for
+            `AtomicModelCheckpoint`).
         keep: int >= 1, how many epochs to keep.
 
     Raises:
@@ -335,18 +341,12 @@ class EpochWeights(keras.callbacks.Callback):
         check_int("keep", keep)
         self.keep = keep
 
+    def on_train_begin(self, logs=None):
+        self.directory.mkdir(parents=True, exist_ok=True)
+
     def on_epoch_end(self, epoch, logs=None):
         path = self.directory / f"epoch_{epoch + 1:04d}.weights.h5"
-        check_finite(self.model, path.name)
-        try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            atomic_write(path, self.model.save_weights)
-        except OSError as error:
-            raise CheckpointError(
-                error.errno,
-                f"Writing {path} failed: {error.strerror or error}. "
-                "Training stopped",
-            ) from error
+        save_atomically(self.model, path)
         for old in epoch_weight_files(self.directory)[: -self.keep]:
             old.unlink()
 

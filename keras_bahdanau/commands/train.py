@@ -367,10 +367,10 @@ def _average_last(run_dir, config, model, tokenizers, splits, plan, datasets):
     from keras_bahdanau.evaluation import corpus_scores
 
     record = run_dir / rd.AVERAGING
-    paths = epoch_weight_files(run_dir / rd.EPOCH_WEIGHTS)
-    paths = paths[-config["training"]["average_last"] :]
     if record.is_file():
         return
+    paths = epoch_weight_files(run_dir / rd.EPOCH_WEIGHTS)
+    paths = paths[-config["training"]["average_last"] :]
     if len(paths) < 2:
         print("Checkpoint averaging: fewer than 2 epochs were kept; skipped.")
         return
