@@ -106,8 +106,11 @@ def test_the_choices_are_the_packages_own():
 def test_long_example_config_is_the_main_jobs_with_more_training():
     main = resolve_config("examples/ding_de_en.toml")
     long = resolve_config("examples/ding_de_en_long.toml")
-    for section in ("data", "tokenizer", "model", "evaluation"):
+    for section in ("data", "tokenizer", "evaluation"):
         assert long[section] == main[section], section
+    # Word dropout stays in the hour-long run as measured; the main job's
+    # 15 minutes learn faster without it (docs/small_data.md).
+    assert long["model"] == {**main["model"], "word_dropout": 0.1}
     assert long["training"]["epochs"] == 40
     assert long["training"]["average_last"] == 5
     differ = {
