@@ -12,6 +12,8 @@
   selection.
 - `EpochWeights` keeps the weights of the last k epochs, which
   `average_weights` averages (checkpoint averaging).
+- `TimeBudget` stops training before an epoch that would end past a
+  wall-clock budget, counting the epochs of earlier (killed) processes.
 
 A checkpoint that cannot be written (`CheckpointError`) or weights that
 are no longer finite (`FloatingPointError`) stop training: carrying on
@@ -28,6 +30,7 @@ import json
 import math
 import operator
 import shutil
+import time
 import warnings
 from pathlib import Path
 
@@ -349,6 +352,61 @@ class EpochWeights(keras.callbacks.Callback):
         save_atomically(self.model, path)
         for old in epoch_weight_files(self.directory)[: -self.keep]:
             old.unlink()
+
+
+class TimeBudget(keras.callbacks.Callback):
+    """Stops training before an epoch that would end past `minutes`.
+
+    Each finished epoch's wall time (its steps, its validation and the
+    epoch-end work of the callbacks before this one, such as dev BLEU) is
+    written to `path`, a JSON object keyed by epoch: a resumed run counts
+    the epochs of earlier processes (not the part of an epoch that a kill
+    interrupted, which is repeated), and a repeated epoch replaces its
+    entry. After each epoch, training stops if the epochs so far plus one
+    more as long as the last one would pass `minutes`; the budget holds
+    unless an epoch takes longer than the one before it.
+
+    Args:
+        path: the JSON file of the epochs' seconds.
+        minutes: float > 0, the budget.
+        clock: a function returning seconds (`time.monotonic`).
+    """
+
+    def __init__(self, path, minutes, clock=time.monotonic):
+        super().__init__()
+        if not minutes > 0:
+            raise ValueError(f"`minutes` must be positive. Received: {minutes}")
+        self.path = Path(path)
+        self.minutes = minutes
+        self.clock = clock
+        self.stopped_epoch = None
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._start = self.clock()
+
+    def on_epoch_end(self, epoch, logs=None):
+        took = self.clock() - self._start
+        seconds = self.epoch_seconds()
+        seconds[epoch] = took
+        atomic_write_text(
+            self.path, json.dumps({str(e): t for e, t in seconds.items()})
+        )
+        spent = sum(t for e, t in seconds.items() if e <= epoch)
+        if spent + took > 60.0 * self.minutes:
+            self.model.stop_training = True
+            self.stopped_epoch = epoch
+            print(
+                f"Time budget: stopping after epoch {epoch + 1}; "
+                f"{spent / 60:.1f} of {self.minutes:g} minutes spent and an "
+                f"epoch takes about {took / 60:.1f}."
+            )
+
+    def epoch_seconds(self):
+        """`{epoch: seconds}` of the epochs written so far (0-based)."""
+        if not self.path.is_file():
+            return {}
+        saved = json.loads(self.path.read_text(encoding="utf-8"))
+        return {int(epoch): seconds for epoch, seconds in saved.items()}
 
 
 def epoch_weight_files(directory):

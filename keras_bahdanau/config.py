@@ -70,8 +70,15 @@ DEFAULTS = {
         "clipnorm": 1.0,
         "label_smoothing": 0.1,
         "epochs": 10,
+        # Wall-clock budget of training, in minutes (0: none): no epoch is
+        # begun that would likely end past it (callbacks.TimeBudget).
+        "max_minutes": 0.0,
         "batch_size": 32,
         "precision": "float32",  # or "mixed_float16", "mixed_bfloat16"
+        # XLA for the train step: "auto" is Keras's choice (on for JAX and
+        # for TensorFlow on a GPU, off for TensorFlow on a CPU and for
+        # torch, where "true" means torch.compile); "true" or "false".
+        "jit_compile": "auto",
         # "bleu": the best checkpoint, early stopping and learning-rate
         # decay follow dev BLEU; "loss": dev loss.
         "selection": "bleu",
@@ -163,6 +170,7 @@ CHOICES = {
     "training.optimizer": ("adadelta", "adam"),
     "training.selection": ("bleu", "loss"),
     "training.precision": ("float32", "mixed_float16", "mixed_bfloat16"),
+    "training.jit_compile": ("auto", "true", "false"),
     "distribution.strategy": (
         "none",
         "data_parallel",
@@ -183,6 +191,7 @@ RANGES = {
     "data.max_train_pairs": _ALL_OR_POSITIVE,
     "data.dictionary_pairs": _OFF_OR_POSITIVE,
     "training.epochs": _POSITIVE,
+    "training.max_minutes": _OFF_OR_POSITIVE,
     "training.batch_size": _POSITIVE,
     "training.backup_every_steps": _POSITIVE,
     "training.label_smoothing": _FRACTION,

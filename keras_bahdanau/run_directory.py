@@ -16,6 +16,7 @@ RUN_DIR/
                        training.average_last (removed once averaged)
   averaging.json       the averaged epochs, their dev score against the
                        best epoch's, and which one best.keras holds
+  epoch_times.json     each epoch's seconds, with training.max_minutes
   results.json         dev/test BLEU at the end of training
 ```
 
@@ -56,6 +57,7 @@ TENSORBOARD = "tensorboard"
 BACKUP = "backup"
 EPOCH_WEIGHTS = "epoch_weights"
 AVERAGING = "averaging.json"
+EPOCH_TIMES = "epoch_times.json"
 RESULTS = "results.json"
 CHECKPOINTS = ("best", "last")
 # Bumped when the layout or meaning of a run directory changes; readers

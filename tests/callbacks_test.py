@@ -11,6 +11,7 @@ from keras_bahdanau.callbacks import DevScores
 from keras_bahdanau.callbacks import EpochWeights
 from keras_bahdanau.callbacks import FiniteBackupAndRestore
 from keras_bahdanau.callbacks import NonFiniteLoss
+from keras_bahdanau.callbacks import TimeBudget
 from keras_bahdanau.callbacks import average_weights
 from keras_bahdanau.callbacks import epoch_weight_files
 from keras_bahdanau.callbacks import inference_copy
@@ -345,3 +346,51 @@ def test_average_weights_is_the_element_wise_mean(tmp_path):
         np.testing.assert_allclose(got, expected, rtol=1e-6)
     with pytest.raises(ValueError, match="nothing to average"):
         average_weights(model, [])
+
+
+class _Clock:
+    """A clock that advances `seconds[i]` during epoch i (0-based)."""
+
+    def __init__(self, seconds):
+        self.seconds, self.now, self.calls = seconds, 0.0, 0
+
+    def __call__(self):
+        # TimeBudget reads the clock at each epoch's begin and end.
+        if self.calls % 2:
+            self.now += self.seconds[self.calls // 2]
+        self.calls += 1
+        return self.now
+
+
+def _fit_with_budget(path, seconds, minutes, initial_epoch=0):
+    budget = TimeBudget(path, minutes, clock=_Clock(seconds))
+    x, y = _data()
+    history = _model().fit(
+        x, y, batch_size=4, epochs=10, initial_epoch=initial_epoch,
+        callbacks=[budget], verbose=0,
+    )  # fmt: skip
+    return len(history.epoch), budget
+
+
+def test_time_budget_stops_before_an_epoch_past_it(tmp_path):
+    path = tmp_path / "epoch_times.json"
+    # 30 s, then 20 s epochs; 90 s of budget: after 70 s another epoch
+    # would end at 90 (allowed), after 90 at 110 (stop).
+    epochs, budget = _fit_with_budget(path, [30, 20, 20, 20, 20], 1.5)
+    assert epochs == 4 and budget.stopped_epoch == 3
+    assert json.loads(path.read_text()) == {"0": 30, "1": 20, "2": 20, "3": 20}
+
+
+def test_time_budget_counts_the_epochs_of_a_killed_run(tmp_path):
+    path = tmp_path / "epoch_times.json"
+    # Epochs 0-2 ran in an earlier process; epoch 2 is repeated (the kill
+    # came before its backup) and its entry replaced.
+    path.write_text(json.dumps({"0": 30, "1": 20, "2": 25}))
+    epochs, budget = _fit_with_budget(path, [20, 20, 20], 1.5, 2)
+    assert epochs == 2 and budget.stopped_epoch == 3
+    assert json.loads(path.read_text()) == {"0": 30, "1": 20, "2": 20, "3": 20}
+
+
+def test_time_budget_must_be_positive(tmp_path):
+    with pytest.raises(ValueError, match="must be positive"):
+        TimeBudget(tmp_path / "t.json", 0)

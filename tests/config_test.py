@@ -1,5 +1,6 @@
 import pytest
 
+from keras_bahdanau.commands.train import _JIT_COMPILE
 from keras_bahdanau.config import CHOICES
 from keras_bahdanau.config import DEFAULTS
 from keras_bahdanau.config import RECIPES
@@ -98,6 +99,7 @@ def test_the_choices_are_the_packages_own():
     assert CHOICES["model.architecture"] == tuple(ARCHITECTURES)
     assert CHOICES["training.optimizer"] == tuple(OPTIMIZERS)
     assert CHOICES["distribution.strategy"] == tuple(STRATEGIES)
+    assert CHOICES["training.jit_compile"] == tuple(_JIT_COMPILE)
     paper = RECIPES["paper"]["model"]
     assert {key: paper[key] for key in REGULARIZATION} == REGULARIZATION
     assert set(REGULARIZATION) <= set(DEFAULTS["model"])
@@ -118,4 +120,10 @@ def test_long_example_config_is_the_main_jobs_with_more_training():
         for k in main["training"]
         if long["training"][k] != main["training"][k]
     }
-    assert differ == {"epochs", "patience", "average_last", "batch_size"}
+    assert differ == {
+        "epochs",
+        "max_minutes",
+        "patience",
+        "average_last",
+        "batch_size",
+    }

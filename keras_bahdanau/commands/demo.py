@@ -41,6 +41,7 @@ DEMO_CONFIG = (
     "training.learning_rate=0.002",
     "training.label_smoothing=0.1",
     "training.epochs=10",
+    "training.max_minutes=14",
     "training.batch_size=32",
     "training.selection=bleu",
     "training.patience=3",

@@ -30,6 +30,8 @@ from keras_bahdanau.config import resolve_config
 
 # training.selection: the logged value that selects the best epoch, and how.
 _SELECTION = {"bleu": ("val_bleu", "max"), "loss": ("val_loss", "min")}
+# training.jit_compile: `model.compile`'s `jit_compile`.
+_JIT_COMPILE = {"auto": "auto", "true": True, "false": False}
 
 
 def _check_writable(run_dir):
@@ -49,7 +51,8 @@ def _comparable(config):
     training = {
         key: value
         for key, value in config.get("training", {}).items()
-        if key not in ("epochs", "patience")  # may grow on resume
+        # May grow on resume; jit_compile changes speed only.
+        if key not in ("epochs", "patience", "max_minutes", "jit_compile")
     }
     return {
         # A run may resume on other devices: the batch is global.
@@ -112,6 +115,15 @@ def train(config, callbacks=()):
     from keras_bahdanau.training import make_optimizer
 
     training = config["training"]
+    strategy = config["distribution"]["strategy"]
+    if training["jit_compile"] == "true" and strategy == "mirrored":
+        # Keras turns XLA off under tf.distribute ("auto"); forced on, it
+        # would take Keras's train function, whose one trace for all lengths
+        # XLA cannot compile (`TranslationModel.make_train_function`).
+        raise ConfigError(
+            "training.jit_compile=true does not work with "
+            "distribution.strategy=mirrored; use 'auto' or 'false'."
+        )
     # Before anything runs on the backend: device counts are fixed then.
     with config_errors("[distribution]", ValueError):
         plan = kdist.prepare(config["distribution"], training["batch_size"])
@@ -170,6 +182,7 @@ def train(config, callbacks=()):
             model,
             optimizer,
             label_smoothing=training["label_smoothing"],
+            jit_compile=_JIT_COMPILE[training["jit_compile"]],
             **kdist.compile_arguments(plan),
         )
         # BackupAndRestore needs a built model and optimizer.
@@ -271,6 +284,7 @@ def _callbacks(run_dir, config, model, tokenizers, splits):
     from keras_bahdanau.callbacks import EpochWeights
     from keras_bahdanau.callbacks import FiniteBackupAndRestore
     from keras_bahdanau.callbacks import NonFiniteLoss
+    from keras_bahdanau.callbacks import TimeBudget
 
     training = config["training"]
     monitor, mode = _SELECTION[training["selection"]]
@@ -318,6 +332,11 @@ def _callbacks(run_dir, config, model, tokenizers, splits):
         ),
         keras.callbacks.EarlyStopping(
             monitor=monitor, mode=mode, patience=training["patience"]
+        ),
+        *(
+            [TimeBudget(run_dir / rd.EPOCH_TIMES, training["max_minutes"])]
+            if training["max_minutes"]
+            else []
         ),
         keras.callbacks.TensorBoard(run_dir / rd.TENSORBOARD),
     ]

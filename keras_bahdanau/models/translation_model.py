@@ -89,6 +89,30 @@ class TranslationModel(keras.Model):
 
     presets = {}
 
+    def make_train_function(self, force=False):
+        """Keras's train function; with XLA on TensorFlow, one per shape.
+
+        Keras traces TensorFlow's train step with `reduce_retracing=True`,
+        which relaxes the lengths of bucketed batches to unknown once it
+        has seen two of them; XLA (`jit_compile`, which Keras turns on by
+        default on a GPU) then cannot compile the gradient of the decoder's
+        `while` loop ("... must be a compile-time constant"). On TensorFlow
+        with `jit_compile` and one replica, each batch shape here gets its
+        own compiled step instead, as on JAX: a run sees only a few shapes
+        (the length buckets of `keras_bahdanau.data.make_dataset`). This is
+        `keras.Model`'s public hook for custom training logic.
+        """
+        if not (
+            keras.backend.backend() == "tensorflow"
+            and self.jit_compile
+            and self.steps_per_execution == 1
+            and self.distribute_strategy.num_replicas_in_sync == 1
+        ):
+            return super().make_train_function(force)
+        if self.train_function is None or force:
+            self.train_function = _train_function_per_shape(self)
+        return self.train_function
+
     def call(self, inputs, training=None, mask=None):
         self._check_inputs(inputs)
         return super().call(inputs, training=training, mask=mask)
@@ -132,6 +156,21 @@ class TranslationModel(keras.Model):
                 f"Available presets: {sorted(cls.presets)}"
             )
         return cls(**{**cls.presets[name], **kwargs})
+
+
+def _train_function_per_shape(model):
+    """`model.train_step` under `tf.function(jit_compile=True)`, traced
+    once per distinct batch shape (TensorFlow backend only)."""
+    import tensorflow as tf  # Only reached on the TensorFlow backend.
+
+    @tf.function(jit_compile=True, autograph=False)
+    def step(data):
+        return model.distribute_strategy.run(model.train_step, args=(data,))
+
+    def train_function(iterator):
+        return step(next(iterator))
+
+    return train_function
 
 
 class RNNTranslationModel(TranslationModel):

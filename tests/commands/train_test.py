@@ -195,6 +195,29 @@ def test_a_run_may_resume_on_other_devices(tmp_path):
     assert _check_same_run(run_dir, config)  # the same run: resumed
 
 
+def test_a_run_may_resume_with_another_xla_setting(tmp_path):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    saved = resolve_config(None, [f"run_dir={run_dir}"])
+    del saved["training"]["jit_compile"]  # a run from before the key
+    (run_dir / rd.CONFIG).write_text(json.dumps(saved))
+    config = resolve_config(
+        None, [f"run_dir={run_dir}", "training.jit_compile=false"]
+    )
+    assert _check_same_run(run_dir, config)
+
+
+def test_xla_with_mirrored_is_refused_before_training(tmp_path):
+    config = resolve_config(
+        None,
+        [f"run_dir={tmp_path / 'run'}", "training.jit_compile=true",
+         "distribution.strategy=mirrored"],
+    )  # fmt: skip
+    with pytest.raises(ConfigError, match="jit_compile=true does not work"):
+        train(config)
+    assert not (tmp_path / "run").exists()
+
+
 class _TrainingDone(Exception):
     pass
 
@@ -242,6 +265,32 @@ def test_same_seed_same_losses(tmp_path):
         losses.append(recorder.losses)
     assert len(losses[0]) >= 10 and len(set(losses[0])) == len(losses[0])
     assert losses[0] == losses[1]  # exactly
+
+
+class _JitCompile(keras.callbacks.Callback):
+    """Records the model's `jit_compile`; stops `train` before a step."""
+
+    def on_train_begin(self, logs=None):
+        self.jit_compile = self.model.jit_compile
+        raise _TrainingDone()
+
+
+def test_jit_compile_reaches_the_model(tmp_path):
+    # The setting that is not Keras's default on a CPU (TensorFlow: XLA on;
+    # JAX: off; torch: off, its "true" being torch.compile). Training with
+    # XLA on TensorFlow: tests/models/translation_model_test.py.
+    setting = "true" if keras.backend.backend() == "tensorflow" else "false"
+    config = resolve_config(
+        None,
+        FAST
+        + _corpus(tmp_path, n=80)
+        + ["training.epochs=1", f"training.jit_compile={setting}",
+           f"run_dir={tmp_path / 'run'}"],
+    )  # fmt: skip
+    recorder = _JitCompile()
+    with pytest.raises(_TrainingDone):
+        train(config, callbacks=[recorder])
+    assert recorder.jit_compile is (setting == "true")
 
 
 class _LearningRateAtEpoch(keras.callbacks.Callback):
@@ -488,3 +537,22 @@ def test_checkpoint_averaging(tmp_path, selection):
     best = keras.saving.load_model(run_dir / rd.BEST_MODEL)
     for got, want in zip(best.get_weights(), expected, strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+
+
+def test_time_budget_ends_training_and_the_run_is_evaluated(tmp_path):
+    run_dir = tmp_path / "run"
+    config = resolve_config(
+        None,
+        FAST
+        + _corpus(tmp_path, n=80)
+        + ["training.epochs=5", "training.max_minutes=0.0001",
+           f"run_dir={run_dir}"],
+    )  # fmt: skip
+    train(config)
+    # Any epoch outlasts 6 ms: one epoch, then the final evaluation.
+    with open(run_dir / rd.TRAINING_LOG) as log:
+        assert len(list(csv.DictReader(log))) == 1
+    assert list(json.loads((run_dir / rd.EPOCH_TIMES).read_text())) == ["0"]
+    assert (run_dir / rd.RESULTS).is_file()
+    with pytest.raises(ConfigError, match="max_minutes must be"):
+        resolve_config(None, ["training.max_minutes=-1"])
