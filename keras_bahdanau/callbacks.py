@@ -392,7 +392,8 @@ class TimeBudget(keras.callbacks.Callback):
             self.path, json.dumps({str(e): t for e, t in seconds.items()})
         )
         spent = sum(t for e, t in seconds.items() if e <= epoch)
-        if spent + took > 60.0 * self.minutes:
+        last = epoch + 1 == self.params.get("epochs")  # ends anyway
+        if spent + took > 60.0 * self.minutes and not last:
             self.model.stop_training = True
             self.stopped_epoch = epoch
             print(

@@ -391,6 +391,18 @@ def test_time_budget_counts_the_epochs_of_a_killed_run(tmp_path):
     assert json.loads(path.read_text()) == {"0": 30, "1": 20, "2": 20, "3": 20}
 
 
+def test_time_budget_says_nothing_at_the_last_epoch(tmp_path, capsys):
+    budget = TimeBudget(tmp_path / "t.json", 0.5, clock=_Clock([40, 40]))
+    x, y = _data()
+    _model().fit(x, y, batch_size=4, epochs=2, callbacks=[budget], verbose=0)
+    assert budget.stopped_epoch == 0 and "stopping after epoch 1" in (
+        capsys.readouterr().out
+    )
+    budget = TimeBudget(tmp_path / "u.json", 0.5, clock=_Clock([5, 40]))
+    _model().fit(x, y, batch_size=4, epochs=2, callbacks=[budget], verbose=0)
+    assert budget.stopped_epoch is None and not capsys.readouterr().out
+
+
 def test_time_budget_must_be_positive(tmp_path):
     with pytest.raises(ValueError, match="must be positive"):
         TimeBudget(tmp_path / "t.json", 0)
