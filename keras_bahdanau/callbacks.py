@@ -381,17 +381,24 @@ class TimeBudget(keras.callbacks.Callback):
         self.clock = clock
         self.stopped_epoch = None
 
+    def on_train_begin(self, logs=None):
+        # `{epoch: seconds}` (0-based) of the epochs of earlier processes.
+        self._seconds = {}
+        if self.path.is_file():
+            saved = json.loads(self.path.read_text(encoding="utf-8"))
+            self._seconds = {int(e): t for e, t in saved.items()}
+
     def on_epoch_begin(self, epoch, logs=None):
         self._start = self.clock()
 
     def on_epoch_end(self, epoch, logs=None):
         took = self.clock() - self._start
-        seconds = self.epoch_seconds()
-        seconds[epoch] = took
+        self._seconds[epoch] = took
         atomic_write_text(
-            self.path, json.dumps({str(e): t for e, t in seconds.items()})
+            self.path,
+            json.dumps({str(e): t for e, t in self._seconds.items()}),
         )
-        spent = sum(t for e, t in seconds.items() if e <= epoch)
+        spent = sum(t for e, t in self._seconds.items() if e <= epoch)
         last = epoch + 1 == self.params.get("epochs")  # ends anyway
         if spent + took > 60.0 * self.minutes and not last:
             self.model.stop_training = True
@@ -401,13 +408,6 @@ class TimeBudget(keras.callbacks.Callback):
                 f"{spent / 60:.1f} of {self.minutes:g} minutes spent and an "
                 f"epoch takes about {took / 60:.1f}."
             )
-
-    def epoch_seconds(self):
-        """`{epoch: seconds}` of the epochs written so far (0-based)."""
-        if not self.path.is_file():
-            return {}
-        saved = json.loads(self.path.read_text(encoding="utf-8"))
-        return {int(epoch): seconds for epoch, seconds in saved.items()}
 
 
 def epoch_weight_files(directory):
