@@ -162,8 +162,8 @@ RECIPES = {
 CHOICES = {
     "recipe": tuple(RECIPES),
     # data.loading.CORPORA, data.vocabulary.TOKENIZERS,
-    # models.factory.ARCHITECTURES, training.OPTIMIZERS and
-    # distribution.STRATEGIES, written out (see the module docstring).
+    # models.factory.ARCHITECTURES, training.OPTIMIZERS and JIT_COMPILE,
+    # and distribution.STRATEGIES, written out (see the module docstring).
     "data.corpus": ("ding_de_en", "bible_en_fr", "files", "tsv"),
     "tokenizer.kind": ("word", "wordpiece", "unigram", "bpe"),
     "model.architecture": ("rnnsearch", "rnnencdec", "pervasive_attention"),

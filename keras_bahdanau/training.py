@@ -94,6 +94,8 @@ class MaskedTokenAccuracy(keras.metrics.Metric):
 
 
 OPTIMIZERS = ("adadelta", "adam")
+# `model.compile`'s `jit_compile` by the name a config gives it.
+JIT_COMPILE = {"auto": "auto", "true": True, "false": False}
 
 
 class _SummedSparseGradients:

@@ -1,6 +1,5 @@
 import pytest
 
-from keras_bahdanau.commands.train import _JIT_COMPILE
 from keras_bahdanau.config import CHOICES
 from keras_bahdanau.config import DEFAULTS
 from keras_bahdanau.config import RECIPES
@@ -12,6 +11,7 @@ from keras_bahdanau.data.vocabulary import TOKENIZERS
 from keras_bahdanau.distribution import STRATEGIES
 from keras_bahdanau.models.factory import ARCHITECTURES
 from keras_bahdanau.models.translation_model import REGULARIZATION
+from keras_bahdanau.training import JIT_COMPILE
 from keras_bahdanau.training import OPTIMIZERS
 
 
@@ -99,7 +99,7 @@ def test_the_choices_are_the_packages_own():
     assert CHOICES["model.architecture"] == tuple(ARCHITECTURES)
     assert CHOICES["training.optimizer"] == tuple(OPTIMIZERS)
     assert CHOICES["distribution.strategy"] == tuple(STRATEGIES)
-    assert CHOICES["training.jit_compile"] == tuple(_JIT_COMPILE)
+    assert CHOICES["training.jit_compile"] == tuple(JIT_COMPILE)
     paper = RECIPES["paper"]["model"]
     assert {key: paper[key] for key in REGULARIZATION} == REGULARIZATION
     assert set(REGULARIZATION) <= set(DEFAULTS["model"])

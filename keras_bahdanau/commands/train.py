@@ -30,8 +30,6 @@ from keras_bahdanau.config import resolve_config
 
 # training.selection: the logged value that selects the best epoch, and how.
 _SELECTION = {"bleu": ("val_bleu", "max"), "loss": ("val_loss", "min")}
-# training.jit_compile: `model.compile`'s `jit_compile`.
-_JIT_COMPILE = {"auto": "auto", "true": True, "false": False}
 
 
 def _check_writable(run_dir):
@@ -111,6 +109,7 @@ def train(config, callbacks=()):
     from keras_bahdanau import run_directory as rd
     from keras_bahdanau.evaluation import evaluate_run
     from keras_bahdanau.models.factory import build_model
+    from keras_bahdanau.training import JIT_COMPILE
     from keras_bahdanau.training import compile_model
     from keras_bahdanau.training import make_optimizer
 
@@ -182,7 +181,7 @@ def train(config, callbacks=()):
             model,
             optimizer,
             label_smoothing=training["label_smoothing"],
-            jit_compile=_JIT_COMPILE[training["jit_compile"]],
+            jit_compile=JIT_COMPILE[training["jit_compile"]],
             **kdist.compile_arguments(plan),
         )
         # BackupAndRestore needs a built model and optimizer.
