@@ -1,28 +1,12 @@
 """Callbacks that keep a run's files good when training goes wrong.
 
-- `NonFiniteLoss` stops training at the first NaN or Inf loss and names the
-  step.
-- `AtomicModelCheckpoint` saves the model at each epoch end (or when the
-  monitored value improves) to a temporary file renamed over the
-  checkpoint: a full disk or a vanished directory never leaves a
-  half-written checkpoint in place of the previous one.
-- `FiniteBackupAndRestore` is `keras.callbacks.BackupAndRestore` that
-  writes its backup the same way and never backs up NaN or Inf weights.
-- `DevScores` adds dev BLEU and chrF to the epoch's logs, for model
-  selection.
-- `EpochWeights` keeps the weights of the last k epochs, which
-  `average_weights` averages (checkpoint averaging).
-- `TimeBudget` stops training before an epoch that would end past a
-  wall-clock budget, counting the epochs of earlier (killed) processes.
-
-A checkpoint that cannot be written (`CheckpointError`) or weights that
-are no longer finite (`FloatingPointError`) stop training: carrying on
-would leave a run whose files are older than its log, or a backup that
-resumes into NaN. Put `NonFiniteLoss` first in the callbacks list, so that
-no later callback saves the weights of the step that diverged.
-
-Keras's `ModelCheckpoint` and `BackupAndRestore` save through private
-methods; these callbacks save from the public `Callback` hooks instead.
+Checkpoints and backups are written to a temporary file renamed over the
+old one (a full disk never leaves a half-written checkpoint), from the
+public `Callback` hooks (Keras's own callbacks save through private
+methods). A checkpoint that cannot be written (`CheckpointError`) or
+weights that are no longer finite (`FloatingPointError`) stop training:
+carrying on would leave a run whose files are older than its log, or a
+backup that resumes into NaN.
 """
 
 import errno
@@ -92,8 +76,8 @@ def check_finite(model, target):
 def save_atomically(model, path):
     """Saves `model` to `path` with `atomic_write`.
 
-    A `.weights.h5` file gets the weights only (`model.save_weights`);
-    any other name the whole model (`model.save`, a `.keras` file).
+    A `.weights.h5` file gets the weights only, any other name the whole
+    model (`model.save`).
 
     Raises:
         CheckpointError: the write failed (disk full, directory gone, ...);
@@ -124,15 +108,14 @@ def save_atomically(model, path):
 def inference_copy(model, copy=None):
     """A model with `model`'s config and weights, and no optimizer.
 
-    Built from the public config API (`from_config`, `build_from_config`),
-    then given `model`'s weights: saved, it holds what translation needs.
-    Keras has no public way to save a compiled model without its
-    optimizer (`include_optimizer` is the legacy HDF5 format's only).
+    Built with `from_config` and `build_from_config`: Keras has no public
+    way to save a compiled model without its optimizer
+    (`include_optimizer` is the legacy HDF5 format's only).
 
     Args:
         model: a built Keras model whose class round-trips `get_config`.
-        copy: a copy this function returned before for `model`: only its
-            weights are refreshed (building one costs a model build).
+        copy: a copy returned before for `model`: only its weights are
+            refreshed (building one costs a model build).
 
     Returns:
         The copy, uncompiled, its weights equal to `model`'s.
@@ -147,14 +130,9 @@ def inference_copy(model, copy=None):
 class NonFiniteLoss(keras.callbacks.Callback):
     """Stops training at the first NaN or Inf loss, naming the step.
 
-    The step is the global training step (`optimizer.iterations`: it
-    counts across epochs and resumes), with the epoch and the batch within
-    it, all counted from 1. Keras logs the running mean of the epoch's
-    loss, which becomes NaN or Inf at the first step whose loss is.
-
     Place it first in the callbacks list: it raises before any later
-    callback (checkpoint, backup) handles the step, so the files they
-    wrote before are kept.
+    callback (checkpoint, backup) handles the step, so their files are
+    kept. The step is `optimizer.iterations`, with the epoch and batch.
 
     Raises:
         FloatingPointError: at the first non-finite loss.
@@ -188,15 +166,11 @@ class NonFiniteLoss(keras.callbacks.Callback):
 class AtomicModelCheckpoint(keras.callbacks.Callback):
     """Saves the model at each epoch end, replacing its file atomically.
 
-    `keras.callbacks.ModelCheckpoint`'s rules for one file saved at epoch
-    ends: every epoch, or with `save_best_only` when `monitor` improves on
-    `best` (a value missing from the logs warns and saves, as in Keras).
-    Unlike Keras's, it writes via `save_atomically` and does not recreate
-    a missing directory: a run directory that vanished stops training.
-    With `include_optimizer=False` the file holds what translation needs,
-    the model's config and weights, and not the optimizer's state (Adam's
-    two moments: twice the weights again); `keras.callbacks.
-    BackupAndRestore` keeps that state for resuming.
+    `keras.callbacks.ModelCheckpoint`'s rules for one file: saved every
+    epoch, or with `save_best_only` when `monitor` improves on `best` (a
+    value missing from the logs warns and saves). Unlike Keras's, it
+    writes via `save_atomically` and does not recreate a missing
+    directory: a run directory that vanished stops training.
 
     Args:
         filepath: the `.keras` file to write.
@@ -204,8 +178,9 @@ class AtomicModelCheckpoint(keras.callbacks.Callback):
         mode: `"min"` or `"max"`: whether lower or higher is better.
         save_best_only: save only when `monitor` improves.
         include_optimizer: save the optimizer's variables and the compile
-            config too (a file `load_model` returns compiled). False: a copy
-            of the model without them (`inference_copy`).
+            config too (a file `load_model` returns compiled). False: only
+            what translation needs (`inference_copy`), not the optimizer
+            state (Adam's: twice the weights again; the backup keeps it).
 
     Attributes:
         best: the best `monitor` value so far (None: none yet); a resumed
@@ -261,17 +236,11 @@ class AtomicModelCheckpoint(keras.callbacks.Callback):
 class FiniteBackupAndRestore(keras.callbacks.BackupAndRestore):
     """`BackupAndRestore` that writes atomically, never NaN or Inf weights.
 
-    Keras's callback restores the backup when `fit` starts and deletes it
-    when `fit` ends; this one writes it, every `save_freq` batches (an
-    int) and at each epoch end (Keras's, every `save_freq` batches only:
-    a resume would repeat part of an epoch), via `run_directory.
-    atomic_write`. It first checks the model's and optimizer's variables:
-    a step with a finite loss can still leave NaN weights (the update
-    overflowed), which it stops training on, keeping the previous backup.
-    `double_checkpoint=True` also keeps a copy of the previous backup,
-    which Keras restores from if the latest one cannot be read.
-
-    Same arguments as `keras.callbacks.BackupAndRestore`.
+    Backs up with `atomic_write` every `save_freq` batches (an int) and at
+    each epoch end (so a resume never repeats part of a finished epoch),
+    after checking the variables: a step with a finite loss can still
+    leave NaN weights (the update overflowed). Same arguments as
+    `keras.callbacks.BackupAndRestore`, `double_checkpoint` included.
 
     Raises:
         FloatingPointError: the weights to back up hold NaN or Inf.
@@ -281,19 +250,17 @@ class FiniteBackupAndRestore(keras.callbacks.BackupAndRestore):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._epoch_running, self._batch_seen = 0, -1
-        self._batches_not_backed_up = 0
+        self._unsaved = 0  # batches since the last backup
 
     def on_epoch_begin(self, epoch, logs=None):
         self._epoch_running, self._batch_seen = epoch, -1
 
     def on_train_batch_end(self, batch, logs=None):
         # More than one batch per call with `steps_per_execution`.
-        self._batches_not_backed_up += batch - self._batch_seen
+        self._unsaved += batch - self._batch_seen
         self._batch_seen = batch
-        if self.save_freq != "epoch" and (
-            self._batches_not_backed_up >= self.save_freq
-        ):
-            self._batches_not_backed_up = 0
+        if self.save_freq != "epoch" and self._unsaved >= self.save_freq:
+            self._unsaved = 0
             self._back_up({"epoch": self._epoch_running, "batch": batch})
 
     def on_epoch_end(self, epoch, logs=None):
@@ -321,16 +288,13 @@ class FiniteBackupAndRestore(keras.callbacks.BackupAndRestore):
 class EpochWeights(keras.callbacks.Callback):
     """Keeps the weights of the last `keep` epochs, for `average_weights`.
 
-    At each epoch end it writes `directory/epoch_NNNN.weights.h5` (the
-    epoch counted from 1; `save_atomically`) and deletes the files of
-    older epochs beyond the last `keep`. A resumed run rewrites the epoch
-    it repeats. Place it before the backup callback, like the checkpoints:
-    a backup that marks an epoch done comes after its file.
+    At each epoch end it writes `directory/epoch_NNNN.weights.h5` (epochs
+    counted from 1) with `save_atomically`, and deletes older epochs' files
+    beyond the last `keep`. Place it before the backup callback, so that a
+    backup marking an epoch done comes after its file.
 
     Args:
-        directory: the folder of the files; created when training starts
-            (a folder that vanishes later stops training, as for
-            `AtomicModelCheckpoint`).
+        directory: the folder of the files, created when training starts.
         keep: int >= 1, how many epochs to keep.
 
     Raises:
@@ -357,14 +321,12 @@ class EpochWeights(keras.callbacks.Callback):
 class TimeBudget(keras.callbacks.Callback):
     """Stops training before an epoch that would end past `minutes`.
 
-    Each finished epoch's wall time (its steps, its validation and the
-    epoch-end work of the callbacks before this one, such as dev BLEU) is
-    written to `path`, a JSON object keyed by epoch: a resumed run counts
-    the epochs of earlier processes (not the part of an epoch that a kill
-    interrupted, which is repeated), and a repeated epoch replaces its
-    entry. After each epoch, training stops if the epochs so far plus one
-    more as long as the last one would pass `minutes`; the budget holds
-    unless an epoch takes longer than the one before it.
+    Each finished epoch's wall time (with its validation and the epoch-end
+    work of the callbacks before this one, such as dev BLEU) is written to
+    `path`, a JSON object keyed by epoch: a resumed run counts the epochs
+    of earlier processes, and a repeated epoch replaces its entry.
+    Training stops if the epochs so far plus one more as long as the last
+    one would pass `minutes`.
 
     Args:
         path: the JSON file of the epochs' seconds.
@@ -394,10 +356,7 @@ class TimeBudget(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         took = self.clock() - self._start
         self._seconds[epoch] = took
-        atomic_write_text(
-            self.path,
-            json.dumps({str(e): t for e, t in self._seconds.items()}),
-        )
+        atomic_write_text(self.path, json.dumps(self._seconds))
         spent = sum(t for e, t in self._seconds.items() if e <= epoch)
         last = epoch + 1 == self.params.get("epochs")  # ends anyway
         if spent + took > 60.0 * self.minutes and not last:
@@ -418,12 +377,10 @@ def epoch_weight_files(directory):
 def average_weights(model, paths):
     """Sets `model`'s weights to the mean of the weight files `paths`.
 
-    Checkpoint averaging: the element-wise mean of the parameters of the
-    last few checkpoints of one run, which smooths the noise of the last
-    updates; Vaswani et al. (2017, arXiv:1706.03762, section 6.1) average
-    their last 5 checkpoints. Floating-point variables are averaged in
-    float64 and cast back; others (integer states) take the last file's
-    values.
+    Checkpoint averaging smooths the noise of the last updates (Vaswani et
+    al., 2017, arXiv:1706.03762, section 6.1, average the last 5).
+    Floating-point variables are averaged in float64 and cast back; others
+    (integer states) take the last file's values.
 
     Args:
         model: a built model of the architecture that wrote the files.
@@ -436,15 +393,12 @@ def average_weights(model, paths):
     paths = list(paths)
     if not paths:
         raise ValueError("`paths` is empty: there is nothing to average.")
-    total = None
+    total = [np.zeros(w.shape, "float64") for w in model.get_weights()]
     for path in paths:
         model.load_weights(path)
         weights = model.get_weights()
-        if total is None:
-            total = [np.zeros(w.shape, "float64") for w in weights]
         for accumulator, weight in zip(total, weights, strict=True):
-            if np.issubdtype(weight.dtype, np.floating):
-                accumulator += weight
+            accumulator += weight  # integers too: their sums go unused
     model.set_weights(
         [
             (accumulator / len(paths)).astype(weight.dtype)
@@ -459,13 +413,11 @@ def average_weights(model, paths):
 class DevScores(keras.callbacks.Callback):
     """Dev BLEU and chrF at the end of each epoch, as `val_bleu`/`val_chrf`.
 
-    Translates the dev sentences with the model being trained (the run's
-    own search settings) and scores them with sacreBLEU. The scores go into
-    the epoch's logs, so the callbacks after this one see them: the CSV
-    log and TensorBoard record them, and `ModelCheckpoint`,
-    `EarlyStopping` and `ReduceLROnPlateau` can monitor `val_bleu` (mode
-    `max`). Selecting on BLEU rather than on dev loss matters on small
-    data, where the loss starts rising epochs before BLEU stops improving.
+    Scores the dev translations of the model being trained with
+    sacreBLEU, into the epoch's logs: later callbacks (CSV log,
+    TensorBoard, `EarlyStopping`, ...) see them and can monitor `val_bleu`
+    (mode `max`). On small data the dev loss starts rising epochs before
+    BLEU stops improving.
 
     Args:
         translate: a function of no argument returning the translations

@@ -5,11 +5,10 @@ Each sub-command is a module of `keras_bahdanau.commands` that exposes
 command runs, so `--help` is fast.
 
 A command stopped by bad input (`InputError`, e.g. a line of `translate`'s
-input that is not UTF-8) prints one line, `keras-bahdanau COMMAND:
-message`, to stderr and exits with status 2.
-So does a missing file (`FileNotFoundError`, e.g. a run directory that
-is not one); a damaged run directory is an `InputError` too. TensorFlow's
-C++ start-up log is dropped (`commands.start_tensorflow`).
+input that is not UTF-8, or a damaged run directory) or by a missing file
+(`FileNotFoundError`, e.g. a run directory that is not one) prints one
+line, `keras-bahdanau COMMAND: message`, to stderr and exits with status
+2. TensorFlow's C++ start-up log is dropped (`commands.start_tensorflow`).
 """
 
 import argparse
@@ -29,7 +28,6 @@ COMMANDS = {
     "export": "write a TF Serving SavedModel",
     "demo": "the README's main job, end to end",
 }
-
 
 # Commands that check their arguments before TensorFlow loads (in seconds)
 # and call `start_tensorflow` themselves.

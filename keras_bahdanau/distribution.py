@@ -12,11 +12,10 @@
 - `"mirrored"` (TensorFlow): `tf.distribute.MirroredStrategy`, or
   `MultiWorkerMirroredStrategy` when `TF_CONFIG` names several tasks.
 
-Keras implements `keras.distribution` for JAX only: its TensorFlow version
-is a prototype marked "DO NOT USE" and the torch backend has none. On
-TensorFlow, `fit` runs under TensorFlow's own `tf.distribute` instead. The
-torch backend offers neither: multi-GPU torch training needs a hand-written
-`torch.nn.parallel.DistributedDataParallel` loop around the Keras model.
+Keras implements `keras.distribution` for JAX only (its TensorFlow version
+is a prototype marked "DO NOT USE"), so TensorFlow uses its own
+`tf.distribute`; the torch backend has neither (multi-GPU torch training
+needs a hand-written `DistributedDataParallel` loop around the model).
 
 `training.batch_size` is the global batch: with N replicas each one gets
 `batch_size / N` examples, so a run gives the same updates (up to float
@@ -400,13 +399,11 @@ def compile_arguments(plan):
     """Extra `model.compile` arguments a strategy needs.
 
     `"mirrored"`: `tf.distribute` sums the replicas' gradients, and Keras
-    divides each replica's loss by the replicas first, but only for a loss
-    that returns per-example values; `MaskedSparseCategoricalCrossentropy`
-    returns one scalar (the mean over real tokens), which Keras leaves
-    as it is. Weighting the loss by `1 / replicas` makes the update the
-    mean over replicas: exactly one device's update when every replica
-    gets as many target tokens, else each replica's token mean counts
-    alike (a slight reweighting of the tokens).
+    divides by the replicas only a loss that returns per-example values,
+    not `MaskedSparseCategoricalCrossentropy`'s one scalar (the mean over
+    real tokens). Weighting the loss by `1 / replicas` makes the update the
+    mean over replicas (one device's update when every replica gets as
+    many target tokens).
     """
     if plan.strategy == "mirrored":
         return {"loss_weights": 1.0 / plan.replicas}
@@ -417,13 +414,11 @@ def validation_data(plan, dataset):
     """Fills up `(inputs, labels)` batches to a multiple of the replicas.
 
     `keras.distribution` splits every batch evenly over the replicas, and
-    the last dev batch rarely divides. The batch is completed with copies
-    of its first pair whose labels are all padding (id 0): they add nothing
-    to the loss or the token accuracy (the copies keep the inputs real, so
-    no all-padding sentence reaches the model). Keras still weighs that
-    batch's mean loss by its filled-up size in `val_loss`. Training
-    batches are full (`drop_remainder`), and `tf.distribute` splits uneven
-    batches itself: other datasets are returned as they are.
+    the last dev batch rarely divides. It is completed with copies of its
+    first pair (real inputs) whose labels are all padding (id 0): they add
+    nothing to the loss or the token accuracy, though Keras weighs that
+    batch's mean loss by its filled-up size in `val_loss`. Other strategies
+    get `dataset` as it is (`tf.distribute` splits uneven batches itself).
     """
     if plan.strategy not in ("data_parallel", "model_parallel"):
         return dataset
@@ -431,10 +426,8 @@ def validation_data(plan, dataset):
         return dataset
     import tensorflow as tf
 
-    replicas = plan.replicas
-
     def fill(inputs, labels):
-        missing = -tf.shape(labels)[0] % replicas
+        missing = -tf.shape(labels)[0] % plan.replicas
         inputs = {
             name: tf.concat([ids, tf.repeat(ids[:1], missing, axis=0)], 0)
             for name, ids in inputs.items()

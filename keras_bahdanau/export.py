@@ -24,31 +24,23 @@ a server needs no Python and no keras_bahdanau. See docs/serving.md.
 
 Every signature answers each sentence on its own, with a `status` (one
 of `STATUSES`): `"ok"`, translated; `"empty"`, no token; `"too_long"`,
-more than `max_source_tokens` tokens, and so not searched, answered as
-an empty sentence: `""` scored 0 (in `translate_n_best` one such
-hypothesis, the other slots empty), lengths 0 in `align`. These rules
-are `keras_bahdanau.text`'s, shared with `Translator`: the others are
-translated as in a request of their own and as `Translator(
-max_source_length=max_source_tokens, long_sources="error")` translates
-them (which raises where the served model answers `"too_long"`).
-
+more than `max_source_tokens` tokens: not searched, answered as an empty
+sentence (`""` scored 0, lengths 0). These rules are `keras_bahdanau.text`'s:
+the others are translated as in a request of their own, and as `Translator(
+max_source_length=max_source_tokens, long_sources="error")` translates them.
 Every score is a finite float32, as JSON (TF Serving's REST API) has no
 infinity or NaN: `LOWEST_SCORE` stands for both (see `_finite`).
 
-Two limits, fixed at export and recorded in `METADATA_FILE`, bound what
-one request can cost (the search's memory grows with both): a sentence
-of more than `max_source_tokens` tokens is answered `"too_long"` as
-above, and a request of more than `max_batch` sentences fails as a
-whole with `INVALID_ARGUMENT` and a message naming the limit, as does a
-bad `beam_size`, `n_best` or `length_penalty`. Nothing is truncated or
-split: TF Serving's own batching is the place to split requests.
+`max_source_tokens` and `max_batch` (fixed at export, recorded in
+`METADATA_FILE`) bound what one request costs: a request of more than
+`max_batch` sentences fails as a whole with `INVALID_ARGUMENT`, as does a
+bad `beam_size`, `n_best` or `length_penalty`; nothing is truncated or split.
 
-The artifact is always built on the TensorFlow backend, whatever backend
-trained the weights: a JAX export puts the whole computation into one
-`XlaCallModule` op, which TF Serving runs poorly, and torch cannot export
-a SavedModel here. So when the current backend is not TensorFlow, the
-export runs in a subprocess with `KERAS_BACKEND=tensorflow` that loads the
-run's `.keras` file (the weights load on any backend).
+The artifact is always built on the TensorFlow backend: a JAX export puts
+the whole computation into one `XlaCallModule` op, which TF Serving runs
+poorly, and torch cannot export a SavedModel here. On those backends the
+export runs in a `KERAS_BACKEND=tensorflow` subprocess that loads the run's
+`.keras` file (the weights load on any backend).
 """
 
 import dataclasses
@@ -284,12 +276,9 @@ def write_saved_model(run_dir, checkpoint, path, settings):
     graph = _ServingGraph(model, source, target, settings)
     text = tf.TensorSpec([None], tf.string, name="text")
     scalars = [
-        tf.TensorSpec([], dtype, name=name)
-        for name, dtype in [
-            ("beam_size", tf.int32),
-            ("n_best", tf.int32),
-            ("length_penalty", tf.float32),
-        ]
+        tf.TensorSpec([], tf.int32, name="beam_size"),
+        tf.TensorSpec([], tf.int32, name="n_best"),
+        tf.TensorSpec([], tf.float32, name="length_penalty"),
     ]
     functions = {
         "serving_default": (graph.translate, [text]),
@@ -319,10 +308,7 @@ def write_saved_model(run_dir, checkpoint, path, settings):
         "export_backend": keras.backend.backend(),
         "settings": settings,
         "signatures": list(SIGNATURES),
-        "versions": {
-            "keras": keras.__version__,
-            "tensorflow": tf.__version__,
-        },
+        "versions": {"keras": keras.__version__, "tensorflow": tf.__version__},
     }
     metadata_path = pathlib.Path(path) / METADATA_FILE
     metadata_path.parent.mkdir(parents=True, exist_ok=True)
@@ -420,12 +406,9 @@ class _ServingGraph:
     def _read(self, text):
         """Checks and tokenizes a batch of text; each sentence's status.
 
-        Refuses (INVALID_ARGUMENT) a request of more than `max_batch`
-        sentences: that bounds what one request may cost. A sentence of
-        more than `max_source_tokens` tokens only gets status `too_long`
-        and an empty row (length 0, like an empty sentence), so that it
-        costs the search no more than an empty one and leaves the other
-        rows as they would be in a request of their own.
+        A `too_long` sentence gets an empty row (length 0), so it costs the
+        search no more than an empty one and leaves the other rows as they
+        would be in a request of their own.
         """
         check = _check(
             tf.size(text) <= self.max_batch,
@@ -491,13 +474,9 @@ class _ServingGraph:
                     self.config.coverage_penalty,
                     n_best=size,
                 )
-                return SearchResult(
-                    token_ids=pad(result.token_ids),
-                    scores=pad(result.scores, float("-inf")),
-                    log_probs=pad(result.log_probs, float("-inf")),
-                    lengths=pad(result.lengths),
-                    attention=pad(result.attention),
-                )
+                # Of token_ids, scores, log_probs, lengths and attention.
+                padding = [0, float("-inf"), float("-inf"), 0, 0]
+                return SearchResult(*map(pad, result, padding))
 
             return search
 
@@ -521,12 +500,7 @@ def _check(condition, message, value):
 
 
 def _finite(scores):
-    """Scores with `LOWEST_SCORE` for -inf (and for NaN, a broken model).
-
-    A search score `log P / lp + cp` is at most 0, so these are the only
-    values JSON cannot carry: an empty n-best slot, a coverage penalty of
-    `log 0` (a source token never attended to), NaN logits.
-    """
+    """Scores with `LOWEST_SCORE` for -inf (an empty slot) and NaN."""
     return tf.where(tf.math.is_finite(scores), scores, LOWEST_SCORE)
 
 

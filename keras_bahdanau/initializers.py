@@ -46,11 +46,10 @@ class BlockOrthogonal(keras.initializers.Initializer):
 def independent(initializer, index=0):
     """A copy of `initializer` that draws values of its own.
 
-    Keras initializer instances repeat themselves: an unseeded one draws
-    its seed once, at construction, and every call returns the same
-    stream. A layer that builds several weights from one initializer
-    argument (`W_a` and `U_a`, `W` and `C`) must call it through this, or
-    its weights start with equal leading values.
+    An unseeded Keras initializer draws its seed once, at construction,
+    so every call returns the same stream: a layer that builds several
+    weights from one initializer (`W_a` and `U_a`, `W` and `C`) calls it
+    through this, or its weights start with equal leading values.
 
     Args:
         initializer: a Keras initializer, its name or its config.
@@ -76,9 +75,9 @@ def paper_initializers(initialization):
     matrices, and `v_a` and biases as zeros. `"glorot"` keeps orthogonal
     recurrent weights and zero `v_a` but uses Glorot-uniform elsewhere.
 
-    Returns configs, not instances: each layer that receives one builds
-    its own instance, with its own random seed (one shared instance would
-    give every layer the same values).
+    Configs, not instances: each layer builds its own instance, with its
+    own random seed (one shared instance would give every layer the same
+    values).
 
     Returns:
         A dict with the keys `"kernel"`, `"attention"` and `"embedding"`.

@@ -20,13 +20,11 @@ RUN_DIR/
   results.json         dev/test BLEU at the end of training
 ```
 
-`load_run` refuses, with a `RunDirectoryError` (a `ValueError`) that names
-the file and what to do, a run written in a format this version does not
-read (`format_version` in config.json), a truncated or corrupted file, and
-vocabularies that do not belong to the model; a missing file raises
-`FileNotFoundError`. Model files are loaded with Keras `safe_mode=True`:
-they hold configs and weights, never code or pickles; one that asks to run
-code (a `Lambda` layer) is refused. See docs/security.md.
+`load_run` refuses (`RunDirectoryError`) a run written in a format this
+version does not read (`format_version` in config.json), a truncated or
+corrupted file, and vocabularies that do not belong to the model. Model
+files hold configs and weights, never code: they are loaded with Keras
+`safe_mode=True` (see docs/security.md).
 """
 
 import contextlib
@@ -60,6 +58,14 @@ AVERAGING = "averaging.json"
 EPOCH_TIMES = "epoch_times.json"
 RESULTS = "results.json"
 CHECKPOINTS = ("best", "last")
+_VOCABULARIES = {"source": SOURCE_VOCABULARY, "target": TARGET_VOCABULARY}
+# What `Translator` and the decoders use (docs/model_protocol.md).
+_MODEL_PROTOCOL = (
+    "encode",
+    "decode_step",
+    "source_vocabulary_size",
+    "target_vocabulary_size",
+)
 # Bumped when the layout or meaning of a run directory changes; readers
 # refuse a run written in a format they do not know.
 FORMAT_VERSION = 1
@@ -81,10 +87,9 @@ def write_config(run_dir, config):
 def save_run(run_dir, model, source_tokenizer, target_tokenizer, config=None):
     """Writes a run directory for a model trained by your own script.
 
-    The layout `keras-bahdanau train` writes and everything that reads runs
-    (`Translator.from_run_dir`, `evaluate`, `export_saved_model`, the CLI)
-    reads: both tokenizers, the model as the best and the last checkpoint,
-    and `config.json`.
+    The layout that `Translator.from_run_dir`, `evaluate`,
+    `export_saved_model` and the CLI read: both tokenizers, the model as
+    the best and the last checkpoint, and `config.json`.
 
     Args:
         run_dir: the folder; created if needed.
@@ -103,11 +108,8 @@ def save_run(run_dir, model, source_tokenizer, target_tokenizer, config=None):
     """
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    for tokenizer, name in (
-        (source_tokenizer, SOURCE_VOCABULARY),
-        (target_tokenizer, TARGET_VOCABULARY),
-    ):
-        tokenizer.save(run_dir / name)
+    source_tokenizer.save(run_dir / SOURCE_VOCABULARY)
+    target_tokenizer.save(run_dir / TARGET_VOCABULARY)
     for name in (BEST_MODEL, LAST_MODEL):
         atomic_write(run_dir / name, model.save)
     write_config(run_dir, dict(config or {}))
@@ -116,9 +118,8 @@ def save_run(run_dir, model, source_tokenizer, target_tokenizer, config=None):
 class RunDirectoryError(InputError):
     """A run directory, or a file in it, that cannot be read.
 
-    The message names the file and what to do. Missing files raise
-    `FileNotFoundError` instead. A `ValueError` (an `InputError`: the
-    command line reports it in one line).
+    An `InputError` (the command line reports it in one line) naming the
+    file and what to do; missing files raise `FileNotFoundError` instead.
     """
 
 
@@ -127,10 +128,9 @@ def read_config(run_dir):
 
     Raises:
         FileNotFoundError: `run_dir` has no `config.json`.
-        RunDirectoryError: the file is not a JSON object, or the run was
-            written by a keras_bahdanau whose run format this one does not
-            read (`format_version` missing, i.e. older, or another value
-            than `FORMAT_VERSION`).
+        RunDirectoryError: the file is not a JSON object, or its
+            `format_version` is missing (an older run) or not
+            `FORMAT_VERSION`.
     """
     path = Path(run_dir) / CONFIG
     if not path.is_file():
@@ -240,19 +240,15 @@ def check_run(run_dir, checkpoint="best"):
 def load_run(run_dir, checkpoint="best"):
     """Loads `(model, source_tokenizer, target_tokenizer, config)`.
 
-    The model is loaded with Keras `safe_mode=True` and without its
-    training configuration (`compile=False`: the model is for inference;
-    compile it again to train it). A model file that would run Python code
-    on loading (a `Lambda` layer, a class outside Keras and the registered
-    ones) is refused.
+    The model is loaded uncompiled (for inference) with Keras
+    `safe_mode=True`: a model file that would run Python code on loading
+    (a `Lambda` layer, a class outside Keras and the registered ones) is
+    refused.
 
     Raises:
-        FileNotFoundError: `run_dir` is not a run directory, or a file of
-            it is missing.
-        RunDirectoryError: a file is truncated or corrupted, the run was
-            written in a run format this version does not read, the
-            vocabularies do not match the model, or the model file is not
-            a safe keras_bahdanau model.
+        FileNotFoundError: a file of the run is missing.
+        RunDirectoryError: as for `check_run`, or the model file is not a
+            safe keras_bahdanau model.
     """
     config, source, target = check_run(run_dir, checkpoint)
     path = model_path(run_dir, checkpoint)
@@ -264,16 +260,7 @@ def load_run(run_dir, checkpoint="best"):
         # The reason is kept in the message; the backend's traceback is
         # not: it is deep and says nothing about what to do.
         raise RunDirectoryError(_load_error_message(path, error)) from None
-    missing = [
-        name
-        for name in (
-            "encode",
-            "decode_step",
-            "source_vocabulary_size",
-            "target_vocabulary_size",
-        )
-        if not hasattr(model, name)
-    ]
+    missing = [name for name in _MODEL_PROTOCOL if not hasattr(model, name)]
     if missing:
         raise RunDirectoryError(
             f"{path} holds a {type(model).__name__}, not a translation model "
@@ -297,12 +284,10 @@ _EXPANSION_FLOOR_BYTES = 1 << 20
 def _read_keras_archive(path):
     """Checks that `path` is a complete `.keras` zip; returns its config.
 
-    Keras reads a `.keras` file only if it is a zip archive (anything
-    else with that name is refused, and the legacy HDF5 loader, which
-    ignores `safe_mode`, is never reached). The checksum of every member
-    is verified, so a truncated or bit-flipped file fails here with its
-    name rather than deep in h5py, or not at all; a member that would
-    expand far beyond its stored size is refused before it is read.
+    Only a zip reaches Keras (never the legacy HDF5 loader, which ignores
+    `safe_mode`). Every member's checksum is verified, so a truncated or
+    bit-flipped file fails here with its name rather than deep in h5py, or
+    not at all.
     """
     damaged = f"{path} is truncated or corrupted (not a complete .keras archive"
     fix = (
@@ -404,17 +389,13 @@ def _check_vocabulary_size(run_dir, side, tokenizer, size):
         )
 
 
-_VOCABULARIES = {"source": SOURCE_VOCABULARY, "target": TARGET_VOCABULARY}
-
-
 def atomic_write(path, write):
     """Writes a file so that `path` holds either the old file or the new.
 
-    `write(temporary)` writes a temporary file in the same directory (a
-    rename across file systems is not atomic), named `.tmp-NAME` to keep
-    the suffix (`model.save` needs ".keras"); it is synced to disk and
-    renamed over `path`, or removed if anything fails (`OSError` raised,
-    `path` unchanged).
+    `write(temporary)` writes `.tmp-NAME` in the same directory (a rename
+    across file systems is not atomic; `model.save` needs the suffix),
+    which is synced to disk and renamed over `path`, or removed if
+    anything fails (`OSError` raised, `path` unchanged).
 
     Example:
 
@@ -424,11 +405,8 @@ def atomic_write(path, write):
     temporary = path.with_name(f".tmp-{path.name}")
     try:
         write(temporary)
-        descriptor = os.open(temporary, os.O_RDONLY)
-        try:
-            os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
+        with open(temporary, "rb") as file:
+            os.fsync(file.fileno())
         os.replace(temporary, path)
     finally:
         with contextlib.suppress(OSError):

@@ -68,12 +68,8 @@ class MaskedTokenAccuracy(keras.metrics.Metric):
 
     def __init__(self, name="token_accuracy", **kwargs):
         super().__init__(name=name, **kwargs)
-        self.correct = self.add_variable(
-            shape=(), initializer="zeros", name="correct"
-        )
-        self.total = self.add_variable(
-            shape=(), initializer="zeros", name="total"
-        )
+        self.correct = self.add_variable((), "zeros", name="correct")
+        self.total = self.add_variable((), "zeros", name="total")
 
     def update_state(self, y_true, y_pred, sample_weight=None):
         y_true = ops.cast(y_true, "int32")
@@ -88,10 +84,6 @@ class MaskedTokenAccuracy(keras.metrics.Metric):
     def result(self):
         return self.correct / ops.maximum(self.total, 1.0)
 
-    def reset_state(self):
-        self.correct.assign(0.0)
-        self.total.assign(0.0)
-
 
 OPTIMIZERS = ("adadelta", "adam")
 # `model.compile`'s `jit_compile` by the name a config gives it.
@@ -105,9 +97,8 @@ class _SummedSparseGradients:
     `tf.IndexedSlices` with one row per occurrence of a word. Keras 3.15
     squares those rows before it adds up the repeats of a word, so the
     global norm for `global_clipnorm` and Adam's second moment come out
-    wrong (smaller) whenever a word occurs twice in a batch, and TensorFlow
-    training differs from JAX and torch. Converting to a dense gradient adds
-    the repeats first. JAX and torch already give dense gradients.
+    wrong (smaller) whenever a word occurs twice in a batch. Converting to
+    a dense gradient adds the repeats first, as JAX and torch do.
     """
 
     def apply(self, grads, trainable_variables=None):

@@ -82,12 +82,11 @@ class Translator:
     * A source with more than `max_source_length` tokens is truncated to
       its first `max_source_length` tokens, with a `UserWarning` that says
       which sentences were cut; with `long_sources="error"` the call
-      raises a `ValueError` instead and translates nothing (an exported
-      SavedModel answers such a sentence with status `too_long` and
-      translates the others). `max_source_length=None` translates every
-      sentence in full: memory and time then grow with the longest
-      sentence (the attention of one batch holds `batch_size * beam_size
-      * max_length * Tx` floats), so bound it for input you do not control.
+      raises a `ValueError` instead and translates nothing.
+      `max_source_length=None` translates every sentence in full: memory
+      and time then grow with the longest sentence (the attention of one
+      batch holds `batch_size * beam_size * max_length * Tx` floats), so
+      bound it for input you do not control.
     * Fewer than `n_best` hypotheses come back when fewer exist (e.g. a
       tiny vocabulary and a short maximum length).
 
@@ -100,9 +99,7 @@ class Translator:
             sentence may have (see above).
         bucket_width: int >= 1, source batches are padded to a multiple of
             it.
-        long_sources: what happens to a source of more than
-            `max_source_length` tokens: `"truncate"` (with a warning) or
-            `"error"` (a `ValueError`).
+        long_sources: `"truncate"` or `"error"`, see above.
 
     Example:
 
@@ -177,11 +174,7 @@ class Translator:
         if max_source_length == "auto":
             max_source_length = training_max_length(config)
         return cls(
-            model,
-            source,
-            target,
-            max_source_length,
-            long_sources=long_sources,
+            model, source, target, max_source_length, long_sources=long_sources
         )
 
     def translate(

@@ -1,8 +1,6 @@
 """Argument checks shared by the package, with errors that name the value.
 
-A leaf module (it imports nothing of the package). `InputError` is the
-error of input text a command cannot use: `keras-bahdanau` prints it in one
-line and exits with status 2.
+A leaf module: it imports nothing of the package.
 """
 
 import math
@@ -49,11 +47,8 @@ def check_int(name, value, minimum=1, allow_none=False, why=""):
 
 def check_number(name, value, minimum=0.0, why=""):
     """Raises a `ValueError` unless `value` is a finite number >= `minimum`."""
-    if not (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-    ):
+    number = is_int(value) or isinstance(value, float)
+    if not (number and math.isfinite(value)):
         raise ValueError(
             f"`{name}` must be a finite number >= {minimum}. "
             f"Received: {name}={value!r}"

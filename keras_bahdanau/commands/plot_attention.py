@@ -40,8 +40,7 @@ def run(args):
         sentences += read_lines(args.input, args.errors)
     if not sentences:
         raise ValueError("Nothing to plot: pass --sentence or --input.")
-    translator = translator_from_args(args)
-    translations = translator.translate(
+    translations = translator_from_args(args).translate(
         sentences, search, return_attention=True, batch_size=args.batch_size
     )
     output_dir = Path(args.output_dir)

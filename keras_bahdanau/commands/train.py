@@ -5,10 +5,9 @@ unknown key, a missing file, an unwritable run directory or an empty corpus
 stop the command with a message naming the problem. A run killed at any
 point (even SIGKILL) continues from its last backup when the same command
 is started again (every `training.backup_every_steps` steps and at each
-epoch end). A NaN or Inf loss or weights, or a checkpoint that cannot be
-written, stop training with a message and leave the files written before
-intact (`keras_bahdanau.callbacks`). `[distribution]` trains on several
-devices (`keras_bahdanau.distribution`, `docs/distributed.md`).
+epoch end); see `train` for the errors that stop it. `[distribution]`
+trains on several devices (`keras_bahdanau.distribution`,
+`docs/distributed.md`).
 """
 
 import csv
@@ -75,15 +74,12 @@ def _check_same_run(run_dir, config):
     return True
 
 
-def _best_logged(run_dir, monitor, mode):
-    """The best `monitor` value in the run's CSV log (for a resume)."""
+def _best_logged(log, monitor, mode):
+    """The best `monitor` value in the CSV `log` (for a resume)."""
     worst = -math.inf if mode == "max" else math.inf
-    from keras_bahdanau import run_directory as rd
-
-    path = Path(run_dir) / rd.TRAINING_LOG
-    if not path.is_file():
+    if not log.is_file():
         return worst
-    with open(path, newline="") as file:
+    with open(log, newline="") as file:
         values = [float(row[monitor]) for row in csv.DictReader(file)]
     return (max if mode == "max" else min)(values, default=worst)
 
@@ -127,12 +123,12 @@ def train(config, callbacks=()):
     with config_errors("[distribution]", ValueError):
         plan = kdist.prepare(config["distribution"], training["batch_size"])
     run_dir = Path(config["run_dir"])
-    resuming = _check_same_run(run_dir, config) if run_dir.exists() else False
+    resuming = _check_same_run(run_dir, config)
     _check_writable(run_dir)
     with config_errors("[data]", OSError, ValueError):
         splits = kd.load_corpus(config["data"])
-    keras.utils.set_random_seed(config["training"]["seed"])
-    keras.mixed_precision.set_global_policy(config["training"]["precision"])
+    keras.utils.set_random_seed(training["seed"])
+    keras.mixed_precision.set_global_policy(training["precision"])
 
     tokenizers = _tokenizers(run_dir, config, splits["train"], resuming)
 
@@ -156,10 +152,7 @@ def train(config, callbacks=()):
             )
         print(f"[{split}] {report}")
 
-    sizes = (
-        tokenizers["source"].vocabulary_size,
-        tokenizers["target"].vocabulary_size,
-    )
+    sizes = [tokenizers[side].vocabulary_size for side in ("source", "target")]
     with config_errors("[distribution]", ValueError):
         kdist.check_vocabulary_sizes(plan, *sizes)
     # fit() deletes the backup when it ends; a last model without one is a
@@ -196,11 +189,12 @@ def train(config, callbacks=()):
             f"{keras.backend.backend()} backend, "
             f"{plan.describe(training['batch_size'])}; run directory {run_dir}"
         )
+        validation = kdist.validation_data(plan, datasets["dev"])
         if not finished:
             _announce_resume(run_dir)
             model.fit(
                 datasets["train"],
-                validation_data=kdist.validation_data(plan, datasets["dev"]),
+                validation_data=validation,
                 epochs=training["epochs"],
                 callbacks=[
                     *_callbacks(run_dir, config, model, tokenizers, splits),
@@ -211,7 +205,7 @@ def train(config, callbacks=()):
             )
         if training["average_last"]:
             _average_last(
-                run_dir, config, model, tokenizers, splits, plan, datasets
+                run_dir, config, model, tokenizers, splits, validation
             )
     if finished:
         print(f"Training in {run_dir} already finished; evaluating only.")
@@ -309,7 +303,8 @@ def _callbacks(run_dir, config, model, tokenizers, splits):
         save_best_only=True,
         include_optimizer=False,  # the backup has it, for resuming
     )
-    best.best = _best_logged(run_dir, monitor, mode)  # survive a resume
+    # The best so far survives a resume.
+    best.best = _best_logged(run_dir / rd.TRAINING_LOG, monitor, mode)
     return [
         NonFiniteLoss(),  # first: it stops a diverged step before any save
         # Before everything that reads the epoch's logs.
@@ -342,10 +337,9 @@ def _callbacks(run_dir, config, model, tokenizers, splits):
 
 
 def _dev_translation(config, model, tokenizers, splits):
-    """`(translate, references)` of the selection's dev sentences.
+    """`DevScores`'s `(translate, references)` of the selection sentences.
 
-    `translate()` translates them with `model`'s current weights and the
-    run's beam (`DevScores`'s argument).
+    `translate()` uses `model`'s current weights and the run's beam.
     """
     from keras_bahdanau.decoding import SearchConfig
     from keras_bahdanau.translator import Translator
@@ -365,7 +359,7 @@ def _dev_translation(config, model, tokenizers, splits):
     return translate, [target for _, target in pairs]
 
 
-def _average_last(run_dir, config, model, tokenizers, splits, plan, datasets):
+def _average_last(run_dir, config, model, tokenizers, splits, validation):
     """Checkpoint averaging: the last epochs' mean, kept if it scores better.
 
     Averages the weights `EpochWeights` kept (`training.average_last`
@@ -376,7 +370,6 @@ def _average_last(run_dir, config, model, tokenizers, splits, plan, datasets):
     epochs' files are removed after it is written. A run killed during
     this step repeats it; one that wrote the record skips it.
     """
-    from keras_bahdanau import distribution as kdist
     from keras_bahdanau import run_directory as rd
     from keras_bahdanau.callbacks import average_weights
     from keras_bahdanau.callbacks import epoch_weight_files
@@ -393,7 +386,7 @@ def _average_last(run_dir, config, model, tokenizers, splits, plan, datasets):
         print("Checkpoint averaging: fewer than 2 epochs were kept; skipped.")
         return
     monitor, mode = _SELECTION[config["training"]["selection"]]
-    best = _best_logged(run_dir, monitor, mode)
+    best = _best_logged(run_dir / rd.TRAINING_LOG, monitor, mode)
     average_weights(model, paths)
     if monitor == "val_bleu":
         translate, references = _dev_translation(
@@ -401,28 +394,19 @@ def _average_last(run_dir, config, model, tokenizers, splits, plan, datasets):
         )
         value = corpus_scores(translate(), references)["bleu"]
     else:
-        value = model.evaluate(
-            kdist.validation_data(plan, datasets["dev"]),
-            return_dict=True,
-            verbose=0,
-        )["loss"]
+        value = model.evaluate(validation, return_dict=True, verbose=0)["loss"]
     selected = value > best if mode == "max" else value < best
     if selected:
         save_atomically(inference_copy(model), run_dir / rd.BEST_MODEL)
     epochs = [int(path.name.split("_")[1].split(".")[0]) for path in paths]
-    rd.atomic_write_text(
-        record,
-        json.dumps(
-            {
-                "epochs": epochs,
-                "monitor": monitor,
-                "average": value,
-                "best_epoch": best,
-                "best_model": "average" if selected else "best epoch",
-            },
-            indent=2,
-        ),
-    )
+    summary = {
+        "epochs": epochs,
+        "monitor": monitor,
+        "average": value,
+        "best_epoch": best,
+        "best_model": "average" if selected else "best epoch",
+    }
+    rd.atomic_write_text(record, json.dumps(summary, indent=2))
     for path in paths:
         path.unlink()
     print(

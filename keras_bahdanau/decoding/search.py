@@ -18,7 +18,6 @@ Conventions shared by both searches:
   the real (non-padding) source tokens. Token number `L_i` can only be EOS
   (its log-probability is kept as is, not renormalized), so every returned
   hypothesis ends with EOS.
-- Outputs are padded: ids after EOS are 0 and attention rows after EOS are 0.
 """
 
 import collections
@@ -109,15 +108,13 @@ COVERAGE_FLOOR = 1e-6
 def _coverage_penalty(attention, source_mask, beta):
     """GNMT `cp(X; Y) = beta * sum_j log(min(max(sum_i p_ij, f), 1))`.
 
-    `p_ij`: attention of target step `i` (all `|Y|` steps, EOS included) on
-    source token `j`; `j` runs over real source tokens only. GNMT's formula
-    (Wu et al., 2016, arXiv:1609.08144, eq. 14) has no floor `f`: a real
-    source token that gets no attention at all would give `-inf` to every
-    hypothesis, and the search would finish none. That happens: RNNencdec's
-    attention is all zeros, Pervasive Attention's can be exactly 0 for a
-    token. With `f = COVERAGE_FLOOR` such a token costs `beta * log f`, the
-    same for every hypothesis of the sentence, so the ranking is the one
-    of the other terms.
+    `p_ij`: attention of target step `i` (EOS included) on real source
+    token `j`. GNMT's formula (Wu et al., 2016, arXiv:1609.08144, eq. 14)
+    has no floor `f`: a source token never attended to (RNNencdec's
+    attention is all zeros, Pervasive Attention's can be exactly 0) would
+    score every hypothesis `-inf`, and the search would finish none. With
+    `f = COVERAGE_FLOOR` it costs `beta * log f` to every hypothesis of the
+    sentence alike, so the ranking is that of the other terms.
     """
     coverage = ops.sum(attention, axis=2)  # (batch, beam, T, Tx) -> (.., Tx)
     coverage = ops.clip(coverage, COVERAGE_FLOOR, 1.0)
@@ -200,13 +197,7 @@ def greedy_search(model, source_ids, max_length, relative_max_length=None):
         body,
         (
             ops.convert_to_tensor(0, "int32"),
-            ops.concatenate(
-                [
-                    ops.full((batch_size, 1), BOS_ID, "int32"),
-                    ops.zeros((batch_size, max_length), "int32"),
-                ],
-                axis=1,
-            ),  # (batch, T + 1)
+            _start_ids((batch_size,), max_length),  # (batch, T + 1)
             ops.zeros((batch_size,), "float32"),
             ops.zeros((batch_size,), "int32"),
             ops.zeros((batch_size, max_length, source_length), "float32"),
@@ -336,14 +327,12 @@ def beam_search(
         log_probs = _log_softmax(
             logits, state.step, ops.repeat(max_lengths, beam_size, axis=0)
         )  # (batch * beam, V)
-        vocabulary_size = ops.shape(log_probs)[-1]
-        log_probs = (
-            ops.reshape(state.alive_log_probs, (-1, 1)) + log_probs
-        )  # (batch * beam, V)
+        # (batch * beam, 1) + (batch * beam, V)
+        log_probs = ops.reshape(state.alive_log_probs, (-1, 1)) + log_probs
         # The 2 * beam best of beam * V candidates, in two stages: XLA turns
         # one top_k over (batch, beam * V) into a full sort (15x slower).
         # At most `beam` of the 2 * beam are EOS, so `beam` others remain.
-        per_row = min(2 * beam_size, vocabulary_size)
+        per_row = min(2 * beam_size, ops.shape(log_probs)[-1])
         row_log_probs, row_tokens = ops.top_k(
             log_probs, per_row
         )  # (batch * beam, V) -> (batch * beam, per_row)
@@ -408,41 +397,26 @@ def beam_search(
         )  # (batch * beam, ...)
 
         # Stop (kill the alive beams of) sentences that cannot improve.
-        best_possible = (
-            ops.max(alive_log_probs, axis=1) / max_length_penalty
-        )  # (batch,)
+        best_possible = ops.max(alive_log_probs, axis=1) / max_length_penalty
         is_done = ops.less_equal(
             best_possible, ops.min(finished_scores, axis=1)
         )  # (batch,)
-        alive_log_probs = ops.where(
-            is_done[:, None], NEG_INF, alive_log_probs
-        )  # (batch, beam)
-        return (
-            BeamState(
-                step=state.step + 1,
-                alive_ids=alive_ids,
-                alive_log_probs=alive_log_probs,
-                alive_attention=alive_attention,
-                cache=cache,
-                finished_ids=merge(state.finished_ids, new_ids),
-                finished_scores=finished_scores,
-                finished_log_probs=merge(
-                    state.finished_log_probs, new_log_probs
-                ),
-                finished_lengths=merge(state.finished_lengths, new_lengths),
-                finished_attention=merge(
-                    state.finished_attention, new_attention
-                ),
-            ),
+        alive_log_probs = ops.where(is_done[:, None], NEG_INF, alive_log_probs)
+        state = BeamState(
+            step=state.step + 1,
+            alive_ids=alive_ids,
+            alive_log_probs=alive_log_probs,
+            alive_attention=alive_attention,
+            cache=cache,
+            finished_ids=merge(state.finished_ids, new_ids),
+            finished_scores=finished_scores,
+            finished_log_probs=merge(state.finished_log_probs, new_log_probs),
+            finished_lengths=merge(state.finished_lengths, new_lengths),
+            finished_attention=merge(state.finished_attention, new_attention),
         )
+        return (state,)
 
-    ids = ops.concatenate(
-        [
-            ops.full((batch_size, beam_size, 1), BOS_ID, "int32"),
-            ops.zeros((batch_size, beam_size, max_length), "int32"),
-        ],
-        axis=2,
-    )  # (batch, beam, T + 1)
+    ids = _start_ids((batch_size, beam_size), max_length)  # (.., beam, T + 1)
     empty_scores = ops.full((batch_size, beam_size), NEG_INF, "float32")
     attention = ops.zeros(
         (batch_size, beam_size, max_length, source_length), "float32"
@@ -485,6 +459,17 @@ def _max_lengths(source_mask, max_length, relative_max_length):
     return ops.clip(lengths, 1, max_length)  # (batch,)
 
 
+def _start_ids(shape, max_length):
+    """int32 `(*shape, max_length + 1)`: BOS, then zeros."""
+    return ops.concatenate(
+        [
+            ops.full((*shape, 1), BOS_ID, "int32"),
+            ops.zeros((*shape, max_length), "int32"),
+        ],
+        axis=-1,
+    )
+
+
 def _log_softmax(logits, step, max_lengths):
     """float32 log-softmax `(batch, V)`; only EOS at a sentence's last step.
 
@@ -495,12 +480,11 @@ def _log_softmax(logits, step, max_lengths):
     log_probs = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
     vocabulary = ops.arange(ops.shape(log_probs)[-1])  # (V,)
     is_last = ops.greater_equal(step + 1, max_lengths)  # (batch,)
-    is_eos = ops.equal(vocabulary, EOS_ID)  # (V,)
-    never = ops.logical_or(
-        ops.equal(vocabulary, PAD_ID), ops.equal(vocabulary, BOS_ID)
-    )  # (V,)
     banned = ops.logical_or(
-        ops.logical_and(is_last[:, None], ops.logical_not(is_eos)), never
+        ops.logical_and(is_last[:, None], ops.not_equal(vocabulary, EOS_ID)),
+        ops.logical_or(
+            ops.equal(vocabulary, PAD_ID), ops.equal(vocabulary, BOS_ID)
+        ),
     )  # (batch, V)
     return ops.where(banned, NEG_INF, log_probs)
 

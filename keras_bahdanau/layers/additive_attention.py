@@ -48,11 +48,10 @@ class AdditiveAttention(keras.layers.Layer):
     pays only for `W_a q_i` at each step (A.1.2). Like the paper's appendix,
     the projections have no bias terms.
 
-    Unlike `keras.layers.AdditiveAttention`, which scores
-    `reduce_sum(tanh(query + key))` with no learned projections (so query and
-    key must have the same size), this layer learns `W_a`, `U_a` and `v_a`,
-    so the query and the values can have different sizes, as `s_{i-1}` (n)
-    and `h_j` (2n) do in the paper.
+    Unlike `keras.layers.AdditiveAttention` (`reduce_sum(tanh(query +
+    key))`, no learned projections), this layer learns `W_a`, `U_a` and
+    `v_a`, so the query and the values can differ in size, as `s_{i-1}`
+    (n) and `h_j` (2n) do in the paper.
 
     Args:
         units: int, the size `n'` of the hidden layer of the alignment model
@@ -72,9 +71,9 @@ class AdditiveAttention(keras.layers.Layer):
         mask: optional list `[query_mask, value_mask]`; `value_mask` is a
             boolean `(batch, Tv)`, False on padding. `query_mask` is ignored.
         return_attention_scores: bool, also return the alignment weights.
-        training: bool; when True (set by Keras inside `fit`), the scores
-            are rematerialized in the backward pass rather than stored.
-            The values are the same either way.
+        training: bool; when True (as inside `fit`), the scores are
+            rematerialized in the backward pass rather than stored (same
+            values).
 
     Returns:
         `context` with shape `(batch, dv)` or `(batch, Tq, dv)`, and, when

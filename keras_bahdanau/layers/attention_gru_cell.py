@@ -25,19 +25,17 @@ class AttentionGRUCell(ConditionalGRUCell):
     old state, while `keras.layers.GRUCell` keeps `z` of it. The gates have a
     bias (the paper omits biases "to make the equations less cluttered").
 
-    Two kinds of terms are computed outside the recurrence, once, as large
-    batched products: per sentence, `precompute` gives the keys `U_a h_j`
-    (A.1.2) and `[C_z; C_r; C] h_j`, so that the context terms of the gates
-    are `sum_j alpha_ij (C h_j)` (equal to `C c_i` by linearity); for all
-    target steps at once, `project_inputs` gives `[W_z; W_r; W] E y_{i-1}
-    + b`. Inside the loop only the products with `s_{i-1}` remain.
+    Computed once, outside the recurrence: `precompute` gives per
+    sentence the keys `U_a h_j` (A.1.2) and `[C_z; C_r; C] h_j`, so
+    that the gates' context terms are `sum_j alpha_ij (C h_j)` (`C c_i` by
+    linearity); `project_inputs` gives `[W_z; W_r; W] E y_{i-1} + b` for
+    all target steps. Inside the loop only the products with `s_{i-1}`
+    remain.
 
-    The cell is used inside `keras.layers.RNN` by `AttentionDecoder`, which
-    hands it the precomputed memory with `set_memory` right before running
-    the loop (Keras 3's `RNN` has no `constants=` argument) and feeds it the
-    projected inputs. Decoding calls `step` directly, which is a pure
-    function of its arguments and also returns the alignment weights for
-    beam search and plots.
+    `AttentionDecoder` runs the cell in `keras.layers.RNN` (which has no
+    `constants=` argument in Keras 3), handing it the memory with
+    `set_memory`. Decoding calls `step`, a pure function that also returns
+    the alignment weights.
 
     Args:
         units: int, size `n` of the decoder state.

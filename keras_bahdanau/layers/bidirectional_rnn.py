@@ -145,27 +145,24 @@ class BidirectionalRNN(keras.layers.Layer):
     def build(self, input_shape):
         self.forward_rnn.build(input_shape)
         self.backward_rnn.build(input_shape)
-        forward_units = self.forward_cell.output_size
-        backward_units = self.backward_cell.output_size
         # V^f, V^b stored as (m, p) so that y = h @ V (Keras convention).
         self.forward_kernel = self.add_weight(
             name="forward_kernel",
-            shape=(forward_units, self.output_units),
+            shape=(self.forward_cell.output_size, self.output_units),
             initializer=independent(self.kernel_initializer, 0),
         )
         self.backward_kernel = self.add_weight(
             name="backward_kernel",
-            shape=(backward_units, self.output_units),
+            shape=(self.backward_cell.output_size, self.output_units),
             initializer=independent(self.kernel_initializer, 1),
         )
+        self.bias = None
         if self.use_bias:
             self.bias = self.add_weight(
                 name="bias",
                 shape=(self.output_units,),
                 initializer=self.bias_initializer,
             )
-        else:
-            self.bias = None
 
     def call(self, inputs, mask=None, training=None):
         # (batch, T, n) -> (batch, T, m): h^f_1 .. h^f_T
@@ -184,8 +181,7 @@ class BidirectionalRNN(keras.layers.Layer):
         if mask is not None:
             # The bias c would otherwise make padded outputs non-zero.
             # (batch, T) -> (batch, T, 1)
-            step_mask = ops.expand_dims(ops.cast(mask, outputs.dtype), -1)
-            outputs = outputs * step_mask
+            outputs = outputs * ops.cast(mask, outputs.dtype)[:, :, None]
         return outputs
 
     def compute_mask(self, inputs, mask=None):

@@ -75,9 +75,8 @@ class ConditionalGRUCell(keras.layers.Layer):
         Takes one step's inputs or all steps' at once.
         """
         inputs = ops.convert_to_tensor(inputs, self.compute_dtype)
-        return ops.matmul(inputs, self._weight(self.kernel)) + self._weight(
-            self.bias
-        )
+        kernel, bias = self._weight(self.kernel), self._weight(self.bias)
+        return ops.matmul(inputs, kernel) + bias
 
     def _weight(self, variable):
         """`variable` in the compute dtype.

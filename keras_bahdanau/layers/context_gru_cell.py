@@ -27,11 +27,10 @@ class ContextGRUCell(ConditionalGRUCell):
     biases; the gates and the candidate have one, outside the reset gate.
 
     The terms that do not change from step to step are computed outside
-    the recurrence by the decoding searches: `precompute(c)` gives
-    `[C_z; C_r; C] c` once per sentence and `project_inputs(e(y_{t-1}))`
-    gives `[W'_z; W'_r; W'] e(y_{t-1}) + b`; `step` then only multiplies
-    `h'_{t-1}` by `[U'_z, U'_r, U']`, one matrix product, as the reset
-    gate comes after it.
+    the recurrence: `precompute(c)` gives `[C_z; C_r; C] c` once per
+    sentence and `project_inputs(e(y_{t-1}))` `[W'_z; W'_r; W'] e(y_{t-1})
+    + b`; `step` then makes one matrix product, `h'_{t-1} [U'_z, U'_r,
+    U']` (the reset gate comes after it).
 
     Inside `keras.layers.RNN` (which has no `constants=` argument in
     Keras 3) `c` rides along as a second state that the cell returns

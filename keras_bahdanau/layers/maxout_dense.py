@@ -86,8 +86,7 @@ class MaxoutDense(keras.layers.Layer):
         # (..., units * pieces) -> (..., units, pieces): neighbours grouped.
         grouped = ops.reshape(
             pre_activation,
-            tuple(ops.shape(pre_activation)[:-1])
-            + (self.units, self.num_pieces),
+            (*ops.shape(pre_activation)[:-1], self.units, self.num_pieces),
         )
         return ops.max(grouped, axis=-1)
 

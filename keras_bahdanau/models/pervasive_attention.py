@@ -31,63 +31,52 @@ _MASK_VALUE = -1e9
 class PervasiveAttention(TranslationModel):
     """Pervasive Attention: a DenseNet over the (target, source) grid.
 
-    There is no encoder and no decoder. Every target position `j` is
-    paired with every source position `i`: the grid cell `(j, i)` holds the
-    concatenation `[x_i; y_j]` of the source embedding and the target
-    embedding (of the decoder input at `j`, i.e. the previous token). A
-    DenseNet of 2D convolutions re-encodes the source for every target
-    prefix, and pooling over the source axis gives one vector per target
-    position, projected to the target vocabulary (Sec. 3):
+    There is no encoder and no decoder: grid cell `(j, i)` holds `[x_i;
+    y_j]`, the embeddings of source position `i` and of the decoder input
+    at `j` (the previous token). A DenseNet of 2D convolutions re-encodes
+    the source for every target prefix, and pooling over the source axis
+    gives one vector per target position, projected to the target
+    vocabulary (Sec. 3):
 
-    1. Grid: `X` of shape `(batch, Ty, Tx, ds + dt)`. The axis order is
-       target-major (as in the authors' code) so that pooling over the
-       source axis (axis 2) leaves `(batch, Ty, channels)`.
-    2. DenseNet: `num_layers` layers; layer `l` maps its input of
-       `f_0 + l g` channels (`f_0 = ds + dt`, `g = growth_rate`) through
-       `BN -> act -> 1x1 conv (bottleneck_factor * g) -> BN -> act ->
-       k x k conv (g) -> dropout` and concatenates the `g` new channels to
-       its input. The `k x k` convolution is masked so that target
-       position `j` sees only target positions `<= j` and all source
-       positions: as in the authors' `MaskedConvolution`, the kernel rows
-       after the centre are zero, so it is stored as its causal
-       `(k // 2 + 1) x k` part with `k // 2` rows of zero padding before
-       the target axis and `k // 2` columns on each side of the source
-       axis (`kernel_size=5` is the "5 x 3" kernel of the slides). A final
-       `BN -> act` follows the last layer (the authors' code).
+    1. Grid: `(batch, Ty, Tx, ds + dt)`, target-major as in the authors'
+       code, so that pooling over the source (axis 2) leaves
+       `(batch, Ty, channels)`.
+    2. DenseNet: layer `l` of `num_layers` maps its `f_0 + l g` channels
+       (`f_0 = ds + dt`, `g = growth_rate`) through `BN -> act -> 1x1 conv
+       (bottleneck_factor * g) -> BN -> act -> k x k conv (g) -> dropout`
+       and appends the `g` new channels to its input. As in the authors'
+       `MaskedConvolution`, the `k x k` kernel is masked so that target
+       position `j` sees target positions `<= j` and all source positions;
+       only its causal `(k // 2 + 1) x k` rows are stored (`kernel_size=5`
+       is the "5 x 3" kernel of the slides). A final `BN -> act` follows
+       the last layer (the authors' code).
     3. Pooling over the real source positions: `"max"`; `"average"`, the
-       sum divided by `sqrt(|s|)` (i.e. `sqrt(|s|)` times the mean);
-       `"attention"`, `sqrt(|s|) sum_i rho_ji H_ji` with
-       `rho_j = softmax_i(w^T H_ji)` (the same `sqrt(|s|)` times a
-       weighted mean); or the concatenation of max or average with
-       attention (`"max+attention"`, `"average+attention"`).
+       sum divided by `sqrt(|s|)`; `"attention"`, `sqrt(|s|) sum_i rho_ji
+       H_ji` with `rho_j = softmax_i(w^T H_ji)`; or max or average
+       concatenated with attention (`"max+attention"`,
+       `"average+attention"`).
     4. Dropout and a linear layer to the target vocabulary (float32
        logits).
 
-    Padding: ids equal to 0 are padding. Padded source positions are
-    zeroed before and after every `k x k` convolution (the only layer that
-    mixes positions), excluded from pooling and from the batch-norm
-    statistics, so that with batch norm in inference mode adding source
-    padding leaves the logits unchanged. Target padding is harmless by
-    causality (and also excluded from the batch-norm statistics).
+    Padding: ids equal to 0. Padded source cells are zeroed before and
+    after every `k x k` convolution (the only layer that mixes positions)
+    and excluded from pooling and from the batch-norm statistics, so that
+    in inference mode source padding leaves the logits unchanged. Target
+    padding is harmless by causality (and also excluded from the
+    statistics).
 
     `activation="glu"` replaces each ReLU by a gated linear unit over the
     channel axis (`a * sigmoid(b)` for the two halves), which halves the
-    channels it receives: the bottleneck convolution then reads `f_l / 2`
-    channels and the `k x k` convolution `bottleneck_factor * g / 2`.
+    channels it receives.
 
-    Decoding (`encode` / `decode_step`) is incremental, as in the
-    authors' `MaskedConvolution` with an incremental state: only the
-    masked `k x k` convolutions mix target positions, and each reads the
-    current row and the `k // 2` rows before it of its own input (the
-    bottleneck features of its layer). The cache keeps those `k // 2`
-    rows per layer as a fixed-size shift register; a step embeds the new
-    target token, computes its one grid row through every layer (batch
-    norm in inference mode is a per-channel affine map, so a row alone
-    gives the same values as the whole grid), and pools and projects only
-    that row. Decoding `T` tokens thus costs `O(T Tx)` cell updates per
-    layer, like an RNN decoder, instead of the `O(T^2 Tx)` of
-    recomputing the grid at every step; the results equal the
-    teacher-forced logits of `__call__` to float rounding.
+    Decoding (`encode` / `decode_step`) is incremental, as in the authors'
+    `MaskedConvolution`: only the masked convolutions mix target
+    positions, each reading the current row of its input and the `k // 2`
+    before it, which the cache keeps per layer. A step computes one new
+    grid row through every layer (batch norm in inference mode is a
+    per-channel affine map), so decoding `T` tokens costs `O(T Tx)` cell
+    updates per layer instead of `O(T^2 Tx)`, with the teacher-forced
+    logits of `__call__` to float rounding.
 
     Args:
         source_vocabulary_size: int, source vocabulary size (ids 0-3 are
@@ -189,9 +178,8 @@ class PervasiveAttention(TranslationModel):
             )
 
         # === Layers ===
-        # Attached to `self` after `super().__init__()` (the torch backend
-        # forbids sub-modules before it), so the graph is built from this
-        # namespace; the helpers below take either it or `self`.
+        # Attached to `self` after `super().__init__()`, which the torch
+        # backend requires; the helpers below take this namespace or `self`.
         layers = types.SimpleNamespace()
         layers.padding_mask = _PaddingMask(dtype=dtype, name="padding_mask")
         layers.source_embedding = keras.layers.Embedding(
@@ -284,12 +272,9 @@ class PervasiveAttention(TranslationModel):
     def alignment(self, inputs):
         """The paper's alignment view: which source positions the max keeps.
 
-        For target position `j` and real source position `i`, the fraction
-        of the final feature channels whose maximum over the real source
-        positions is at `i` (the paper's implicit-alignment figure, Sec.
-        4; a channel tied between several positions credits each of them
-        equally). Computed from the final features in inference mode,
-        whatever the `pooling`.
+        For target position `j` and source position `i`, the share of the
+        final feature channels (in inference mode, whatever the `pooling`)
+        whose maximum over the real source positions is at `i` (Sec. 4).
 
         Args:
             inputs: the model inputs dict (`"source_ids"`, `"target_ids"`).
@@ -310,18 +295,14 @@ class PervasiveAttention(TranslationModel):
         Args:
             source_ids: int32 `(batch, Tx)`, right-padded with 0.
             max_length: int, the most target steps decoding will run
-                (required by the protocol for this model; the cache does
-                not grow with it: it keeps a fixed number of rows).
+                (required by the protocol; the cache does not grow with it).
 
         Returns:
-            Dict of batch-major tensors (beam search tiles and reorders
-            them along axis 0): `"source_mask"` bool `(batch, Tx)`;
-            `"source_embedding"`, the source embeddings `(batch, Tx, ds)`;
-            and for every DenseNet layer `l` (when `kernel_size > 1`)
-            `"dense_layer_{l}_rows"`, the last `k // 2` rows of the input
-            of its masked convolution, `(batch, k // 2, Tx, c)` with `c`
-            its input channels, zeros before the first step (the causal
-            zero padding of the full grid).
+            Dict of batch-major tensors: `"source_mask"` bool `(batch, Tx)`,
+            `"source_embedding"` `(batch, Tx, ds)` and, when `kernel_size >
+            1`, for every DenseNet layer `l` `"dense_layer_{l}_rows"`
+            `(batch, k // 2, Tx, c)` (see `PervasiveDenseLayer.step`), zeros
+            before the first step.
         """
         if max_length is None or isinstance(max_length, bool):
             raise ValueError(
@@ -351,12 +332,9 @@ class PervasiveAttention(TranslationModel):
     def decode_step(self, cache, previous_ids, step=None):
         """Predicts the next target position from the cached rows.
 
-        Embeds `previous_ids` as the new target row of the grid, runs that
-        one row through every DenseNet layer (each masked convolution
-        reads its `k // 2` cached rows and the new one, then shifts the
-        new row into its cache), and pools and projects the row. Batch
-        norm runs in inference mode, dropout is off. Shapes are fixed, so
-        this runs inside `ops.while_loop` and a `tf.function` graph.
+        Runs the grid row of `previous_ids` through every DenseNet layer
+        in inference mode, then pools and projects it. Shapes are fixed,
+        so this runs inside `ops.while_loop` and a `tf.function` graph.
 
         Args:
             cache: dict from `encode` or the previous `decode_step`; steps
@@ -367,15 +345,13 @@ class PervasiveAttention(TranslationModel):
 
         Returns:
             `(logits, attention, new_cache)`: float32 logits
-            `(batch, target_vocabulary_size)`; the alignment view
-            (`alignment`) of the new row, float32 `(batch, Tx)`; the cache
-            with every layer's rows shifted by one.
+            `(batch, target_vocabulary_size)`, the `alignment` of the new
+            row, float32 `(batch, Tx)`, and the cache one row on.
 
         Reference:
             Elbayad et al. (2018), Sec. 3; incremental decoding as in the
             authors' code (`MaskedConvolution`, attn2d v2).
         """
-        del step
         source_mask = cache["source_mask"]  # (batch, Tx)
         # (batch,) -> (batch, 1): the new target row.
         previous_ids = ops.cast(previous_ids, "int32")[:, None]
@@ -420,26 +396,15 @@ class PervasiveAttention(TranslationModel):
             "dropout": self.dropout,
         }
 
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        if isinstance(config.get("dtype"), dict):
-            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
-        return cls(**config)
-
 
 @keras.saving.register_keras_serializable(package="keras_bahdanau")
 class PervasiveDenseLayer(keras.layers.Layer):
     """One DenseNet layer of Pervasive Attention, masked on the grid.
 
     `BN -> act -> 1x1 conv -> BN -> act -> masked k x k conv -> dropout`,
-    returning its input with the `growth_rate` new channels appended.
-    Batch-norm statistics skip padded cells; padded source positions are
-    zeroed before and after the `k x k` convolution so they never reach
-    real ones. See `PervasiveAttention` for the kernel masking. For
-    incremental decoding, `step` computes one new target row from the
-    `k // 2` previous rows of the masked convolution's input
-    (`initial_rows` before the first).
+    returning its input with the `growth_rate` new channels appended
+    (see `PervasiveAttention` for the masking and the padding). `step`
+    computes one new target row for incremental decoding.
 
     Args:
         growth_rate: int, `g`, the channels added.
@@ -520,13 +485,10 @@ class PervasiveDenseLayer(keras.layers.Layer):
         return bottleneck // 2 if self.activation == "glu" else bottleneck
 
     def build(self, input_shape):
-        channels = input_shape[-1]
-        glu = self.activation == "glu"
         self.norm1.build(input_shape)
-        conv1_input = channels // 2 if glu else channels
-        self.conv1.build((*input_shape[:-1], conv1_input))
-        bottleneck = self.bottleneck_factor * self.growth_rate
-        self.norm2.build((*input_shape[:-1], bottleneck))
+        conv1_input_shape = self.norm1.compute_output_shape(input_shape)
+        self.conv1.build(conv1_input_shape)
+        self.norm2.build(self.conv1.compute_output_shape(conv1_input_shape))
         # It convolves the zero-padded rows, so its spatial shape is not
         # the input's (a fixed one could be shorter than the kernel).
         self.conv2.build(
@@ -552,8 +514,8 @@ class PervasiveDenseLayer(keras.layers.Layer):
             source_length: int or scalar int tensor, `Tx`.
 
         Returns:
-            Zeros `(batch, k // 2, Tx, c)` in the compute dtype, `c` =
-            `convolution_channels`: the causal zero padding.
+            The causal zero padding `(batch, k // 2, Tx, c)`, `c` =
+            `convolution_channels`, in the compute dtype.
         """
         shape = (
             batch_size,
@@ -595,11 +557,7 @@ class PervasiveDenseLayer(keras.layers.Layer):
         return outputs, new_rows
 
     def _bottleneck(self, inputs, source_mask, target_mask, training):
-        """`BN -> act -> 1x1 conv -> BN -> act`, padded source cells 0.
-
-        Pointwise in the grid cell: `(batch, T, Tx, f) -> (batch, T, Tx,
-        c)`.
-        """
+        """`BN -> act -> 1x1 conv -> BN -> act`, padded source cells 0."""
         x = self.norm1(inputs, source_mask, target_mask, training=training)
         x = self.conv1(x)  # (batch, T, Tx, bottleneck)
         x = self.norm2(x, source_mask, target_mask, training=training)
@@ -692,9 +650,8 @@ class SourcePooling(keras.layers.Layer):
         features = ops.cast(inputs, "float32")
         # (batch, Tx) -> (batch, 1, Tx, 1)
         mask = source_mask[:, None, :, None]
-        length = ops.sum(ops.cast(source_mask, "float32"), axis=1)
-        # (batch,) -> (batch, 1, 1)
-        length = length[:, None, None]
+        # (batch, 1, Tx, 1) -> (batch, 1, 1)
+        length = ops.sum(ops.cast(mask, "float32"), axis=2)
         scale = ops.sqrt(ops.maximum(length, 1.0))
         pooled = []
         if "max" in self.pooling:
@@ -796,15 +753,11 @@ class _Grid(keras.layers.Layer):
     """Pairs every target position with every source position."""
 
     def call(self, source, target):
-        # (batch, Ty, 1, 1): broadcasts the source over the target axis.
-        target_zeros = ops.zeros_like(target[:, :, None, :1])
-        # (batch, 1, Tx, 1): broadcasts the target over the source axis.
-        source_zeros = ops.zeros_like(source[:, None, :, :1])
         # (batch, Tx, ds) -> (batch, Ty, Tx, ds)
-        source = source[:, None] + target_zeros
+        sources = source[:, None] + ops.zeros_like(target[:, :, None, :1])
         # (batch, Ty, dt) -> (batch, Ty, Tx, dt)
-        target = target[:, :, None] + source_zeros
-        return ops.concatenate([source, target], axis=-1)
+        targets = target[:, :, None] + ops.zeros_like(source[:, None, :, :1])
+        return ops.concatenate([sources, targets], axis=-1)
 
     def compute_output_shape(self, source_shape, target_shape):
         return (

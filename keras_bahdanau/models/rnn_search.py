@@ -123,11 +123,9 @@ class RNNSearch(RNNTranslationModel):
         check_int("attention_dim", attention_dim, allow_none=True)
         init = paper_initializers(initialization)
         n = hidden_dim
-        # The graph is built from this namespace, then the layers are
-        # attached to `self` (see `RNNTranslationModel`).
-        layers = types.SimpleNamespace()
 
-        # === Layers ===
+        # === Layers === (attached to `self` by `RNNTranslationModel`)
+        layers = types.SimpleNamespace()
         layers.source_embedding = self._embedding("source", config, init)
         layers.encoder = keras.layers.Bidirectional(
             keras.layers.GRU(

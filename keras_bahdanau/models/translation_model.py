@@ -99,8 +99,7 @@ class TranslationModel(keras.Model):
         `while` loop ("... must be a compile-time constant"). On TensorFlow
         with `jit_compile` and one replica, each batch shape here gets its
         own compiled step instead, as on JAX: a run sees only a few shapes
-        (the length buckets of `keras_bahdanau.data.make_dataset`). This is
-        `keras.Model`'s public hook for custom training logic.
+        (the length buckets of `keras_bahdanau.data.make_dataset`).
         """
         if not (
             keras.backend.backend() == "tensorflow"
@@ -119,11 +118,8 @@ class TranslationModel(keras.Model):
 
     @staticmethod
     def _check_inputs(inputs):
-        if not isinstance(inputs, dict) or set(inputs) != {
-            "source_ids",
-            "target_ids",
-        }:
-            keys = sorted(inputs) if isinstance(inputs, dict) else None
+        keys = sorted(inputs) if isinstance(inputs, dict) else None
+        if keys != ["source_ids", "target_ids"]:
             raise ValueError(
                 "Inputs must be a dict with exactly the keys 'source_ids' and "
                 f"'target_ids'. Received: {type(inputs).__name__} "
@@ -156,6 +152,12 @@ class TranslationModel(keras.Model):
                 f"Available presets: {sorted(cls.presets)}"
             )
         return cls(**{**cls.presets[name], **kwargs})
+
+    @classmethod
+    def from_config(cls, config):
+        # The constructor builds the graph (a serialized `dtype` policy
+        # too), not `Functional.from_config`.
+        return cls(**config)
 
 
 def _train_function_per_shape(model):
@@ -195,13 +197,11 @@ class RNNTranslationModel(TranslationModel):
 
     A subclass's `__init__` checks its arguments (`_check_arguments`),
     builds its layers into a `types.SimpleNamespace` (the torch backend
-    forbids sub-modules before `keras.Model.__init__`), using `_embedding`
+    forbids sub-modules before `keras.Model.__init__`) with `_embedding`
     and `_add_readout_layers`, wires the graph with `_embed` and
     `_teacher_forced_readout`, and ends with `super().__init__(layers,
-    inputs, logits, config)`, which attaches the layers to the model. Its
-    `decode_step` ends with `_readout_step`. Keep the order in which the
-    layers are made: each draws its random seeds then, so the order fixes
-    the initial weights.
+    inputs, logits, config)`; its `decode_step` ends with `_readout_step`.
+    Keep the order the layers are made in: it fixes the initial weights.
 
     Args:
         layers: the namespace of the layers, attached to the model under
@@ -362,7 +362,3 @@ class RNNTranslationModel(TranslationModel):
                 keras.dtype_policies.get(config["dtype"])
             )
         return config
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**config)
