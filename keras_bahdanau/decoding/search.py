@@ -397,10 +397,12 @@ def beam_search(
         )  # (batch * beam, ...)
 
         # Stop (kill the alive beams of) sentences that cannot improve.
+        # (batch,): the best score an alive hypothesis can still reach.
         best_possible = ops.max(alive_log_probs, axis=1) / max_length_penalty
         is_done = ops.less_equal(
             best_possible, ops.min(finished_scores, axis=1)
         )  # (batch,)
+        # (batch, beam)
         alive_log_probs = ops.where(is_done[:, None], NEG_INF, alive_log_probs)
         state = BeamState(
             step=state.step + 1,
