@@ -313,6 +313,28 @@ def beam_search(
         )  # (batch, beam, T, Tx)
         return ids, attention
 
+    # Cache entries that `decode_step` returns unchanged (the encoder's
+    # annotations and keys) hold the same values for every beam of a
+    # sentence (they were tiled), so reordering them is a no-op and is
+    # skipped: at beam 5 they are most of the cache. `varying` keeps the
+    # entries any step has changed (an eager loop calls `body` every step).
+    varying = set()
+
+    def reorder(cache, previous, indices):
+        leaves = keras.tree.flatten(cache)
+        for position, (new, old) in enumerate(
+            zip(leaves, keras.tree.flatten(previous), strict=True)
+        ):
+            if new is not old:
+                varying.add(position)
+        return keras.tree.pack_sequence_as(
+            cache,
+            [
+                ops.take(x, indices, axis=0) if position in varying else x
+                for position, x in enumerate(leaves)
+            ],
+        )
+
     def cond(state):
         return ops.logical_and(
             ops.less(state.step, max_length),
@@ -391,9 +413,8 @@ def beam_search(
         alive_ids, alive_attention = extend(
             state, step_attention, alive_beams, alive_tokens
         )  # (batch, beam, T + 1), (batch, beam, T, Tx)
-        cache_indices = ops.reshape(alive_beams + beam_offsets, (-1,))
-        cache = keras.tree.map_structure(
-            lambda x: ops.take(x, cache_indices, axis=0), cache
+        cache = reorder(
+            cache, state.cache, ops.reshape(alive_beams + beam_offsets, (-1,))
         )  # (batch * beam, ...)
 
         # Stop (kill the alive beams of) sentences that cannot improve.

@@ -273,6 +273,64 @@ def test_small_beam_follows_the_algorithm_and_batch_equals_one_by_one():
         np.testing.assert_allclose(actual, getattr(single, field), rtol=1e-6)
 
 
+class FirstTokenModel(TableModel):
+    """`TableModel` whose logits also depend on the first emitted token.
+
+    The cache keeps that token (`first`, different for each beam) from
+    step 1 on. With `branch=True`, step 1 sets it in a Python branch and
+    the later steps return it unchanged, which only an eager loop can
+    run: the search must still reorder it with the beams, although the
+    step passed it through. With `branch=False` every step computes it.
+    """
+
+    def __init__(self, branch, **kwargs):
+        super().__init__(**kwargs)
+        self.branch = branch
+        v = len(self.token_bias)
+        rng = np.random.default_rng(7)
+        self.first_logits = 3 * rng.normal(size=(v, v)).astype("float32")
+
+    def encode(self, source_ids, max_length=None):
+        cache = super().encode(source_ids, max_length)
+        return {**cache, "first": ops.zeros_like(cache["history"])}
+
+    def decode_step(self, cache, previous_ids, step):
+        logits, attention, new_cache = super().decode_step(
+            cache, previous_ids, step
+        )
+        if not self.branch:
+            first = ops.where(ops.equal(step, 1), previous_ids, cache["first"])
+        elif int(ops.convert_to_numpy(step)) == 1:
+            first = previous_ids
+        else:
+            first = cache["first"]  # The same tensor: passed through.
+        logits = logits + ops.take(self.first_logits, first, axis=0)
+        return logits, attention, {**new_cache, "first": first}
+
+
+def test_beam_reorders_a_cache_entry_that_a_later_step_passes_through(
+    backend,
+):
+    if backend == "jax":
+        pytest.skip(
+            "jax.lax.while_loop traces the step once, so a Python branch on "
+            "the step's value cannot run there."
+        )
+    kwargs = dict(beam_size=3, max_length=7, n_best=3)
+    branched = to_numpy(
+        beam_search(FirstTokenModel(branch=True, seed=3), SOURCES, **kwargs)
+    )
+    computed = to_numpy(
+        beam_search(FirstTokenModel(branch=False, seed=3), SOURCES, **kwargs)
+    )
+    plain = to_numpy(beam_search(TableModel(seed=3), SOURCES, **kwargs))
+    assert not np.array_equal(computed.token_ids, plain.token_ids)
+    for field in computed._fields:
+        np.testing.assert_allclose(
+            getattr(branched, field), getattr(computed, field), rtol=1e-6
+        )
+
+
 def test_relative_max_length_forces_eos_at_each_sentence_limit():
     model = TableModel(eos_bias=-30.0)  # Never stops by itself.
     for run in (greedy_search, functools.partial(beam_search, beam_size=4)):
