@@ -1,17 +1,19 @@
 import numpy as np
+import pytest
 from keras import ops
 
 from keras_bahdanau.decoding import SearchConfig
 from keras_bahdanau.decoding import compile_search
 from keras_bahdanau.decoding import compiled
 from keras_bahdanau.decoding import search
+from keras_bahdanau.models import RNNEncDec
 from keras_bahdanau.models import RNNSearch
 
 SOURCES = np.array([[4, 6, 8, 3], [7, 5, 0, 0]], "int32")
 
 
-def tiny_model(seed):
-    model = RNNSearch(
+def tiny_model(seed, architecture=RNNSearch):
+    model = architecture(
         10,
         10,
         embedding_dim=4,
@@ -42,3 +44,33 @@ def test_compiled_search_equals_search_and_is_shared(backend):
                 getattr(result, field), ops.convert_to_numpy(value), atol=1e-6
             )
     assert not np.array_equal(results[0].scores, results[1].scores)
+
+
+@pytest.mark.parametrize(
+    "architecture, config",
+    [
+        (RNNEncDec, SearchConfig(beam_size=3, max_length=6)),
+        (
+            RNNSearch,
+            SearchConfig(
+                beam_size=3,
+                max_length=6,
+                length_penalty=0.6,
+                coverage_penalty=0.2,
+            ),
+        ),
+        (RNNSearch, SearchConfig(beam_size=1, max_length=6)),
+    ],
+)
+def test_compiled_search_equals_search_per_model_and_config(
+    architecture, config
+):
+    # The compiled program (XLA on JAX and TensorFlow) against the same
+    # search run op by op; Pervasive Attention's is in its model test.
+    model = tiny_model(2, architecture)
+    result = compile_search(model, config)(SOURCES)
+    expected = search(model, SOURCES, config)
+    for field, value in expected._asdict().items():
+        np.testing.assert_allclose(
+            getattr(result, field), ops.convert_to_numpy(value), atol=1e-5
+        )
