@@ -102,7 +102,7 @@ def _shared_search(architecture, config):
         else:
             import tensorflow as tf
 
-            # XLA: beam 5 at batch 64 ran 1.5x faster than the plain
+            # XLA: beam 5 at batch 64 ran 1.3x faster than the plain
             # graph on a CPU (benchmarks/README.md). A SavedModel's search
             # is traced by `export`, without XLA, for any TF Serving build.
             stateless_search = tf.function(stateless_search, jit_compile=True)
