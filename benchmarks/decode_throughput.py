@@ -207,9 +207,13 @@ def search_flop_per_sentence(model, source_length, steps, beam_size):
     layer), with f_l = ds + dt + l g the input channels of layer l = 0 ..
     L - 1, c = bottleneck_factor g, k the kernel size and C = f_0 + L g:
 
-        encoder:         nothing (the source embedding is a lookup)
+        encoder, once:   L 2 Tx ds c                 the source embedding's
+                                                      share of the 1x1
+                                                      convolutions
         per hypothesis
-        and step:        sum_l 2 Tx f_l c            1x1 bottleneck conv
+        and step:        L 2 dt c                    the target token's share
+                         + sum_l 2 Tx (f_l - f_0) c  1x1 conv of the features
+                                                      the layers added
                          + L 2 Tx (k // 2 + 1) k c g  causal k x k conv
                          + 2 Tx C                     attention pooling
                                                       score (if pooled so)
@@ -228,13 +232,18 @@ def search_flop_per_sentence(model, source_length, steps, beam_size):
         f0 = model.source_embedding_dim + model.target_embedding_dim
         c, k = model.bottleneck_factor * g, model.kernel_size
         channels = f0 + layers * g
-        step = sum(2 * tx * (f0 + index * g) * c for index in range(layers))
+        ds, dt = model.source_embedding_dim, model.target_embedding_dim
+        # ReLU: the embeddings' share of the 1x1 convolutions is a term per
+        # source position and one per token (`decode_step`).
+        encoder = layers * 2 * tx * ds * c
+        step = layers * 2 * dt * c
+        step += sum(2 * tx * index * g * c for index in range(layers))
         step += layers * 2 * tx * (k // 2 + 1) * k * c * g
         pooled = channels * len(model.pooling_mode.split("+"))
         if "attention" in model.pooling_mode:
             step += 2 * tx * channels
         step += 2 * pooled * model.target_vocabulary_size
-        return beam_size * steps * step
+        return encoder + beam_size * steps * step
     if not isinstance(model, RNNSearch):
         return None
     m, n, l = model.embedding_dim, model.hidden_dim, model.maxout_dim  # noqa: E741

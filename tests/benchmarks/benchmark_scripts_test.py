@@ -323,10 +323,15 @@ def test_decode_throughput_runs_pervasive_attention_against_rnnencdec():
         )
         # pervasive_attention_small: 8 layers of growth 16 on 64 + 64
         # input channels, 3x3 kernels (2 causal rows), bottleneck 4 x 16,
-        # max pooling; per new row of Tx = 5 cells, then W_o (C = 256).
-        step = sum(2 * 5 * (128 + 16 * layer) * 64 for layer in range(8))
+        # max pooling. The source embedding's share of the 1x1 convolutions
+        # once per sentence (Tx = 5 positions, 64 channels); per step the
+        # target token's (64 channels), the new row of Tx = 5 cells over
+        # the layers' own features, then W_o (C = 256).
+        encoder = 8 * 2 * 5 * 64 * 64
+        step = 8 * 2 * 64 * 64
+        step += sum(2 * 5 * 16 * layer * 64 for layer in range(8))
         step += 8 * 2 * 5 * 2 * 3 * 64 * 16 + 2 * 256 * 40
-        per_sentence = line["beam_size"] * 4 * step  # 4 steps
+        per_sentence = encoder + line["beam_size"] * 4 * step  # 4 steps
         assert line["flop_per_word"] == round(per_sentence / 3)
         assert line["ratio_vs_pytorch"] is None  # no reference for PA
         assert line["params"] == expected_params["pervasive_attention_small"]

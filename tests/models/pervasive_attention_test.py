@@ -557,6 +557,60 @@ def test_dense_block_steps_match_numpy_reference_row_by_row(kernel_size):
         )
 
 
+@pytest.mark.parametrize("kernel_size", [3, 5])
+def test_factored_steps_match_numpy_reference(kernel_size):
+    # What `decode_step` runs with ReLU: the 1x1 convolution's share of
+    # the block input's channels as two terms, channels 0:2 (the source
+    # embedding's, computed once for the sentence) and 2:6 (the target
+    # token's, one per row), and the layer given only the channels after.
+    layers, grid, expected = random_dense_block(kernel_size)
+    rows = [layer.initial_rows(2, 5) for layer in layers]
+    for t in range(4):
+        row = grid[:, t : t + 1]  # (2, 1, 5, 6)
+        features = None
+        for index, layer in enumerate(layers):
+            partial = layer.bottleneck_term(row[..., :2], 0)
+            partial += layer.bottleneck_term(row[..., 2:], 2)
+            features, rows[index] = layer.step(
+                features,
+                rows[index],
+                BLOCK_SOURCE_MASK,
+                BLOCK_TARGET_MASK[:, t : t + 1],
+                start=6,
+                partial=partial,
+            )
+        assert tuple(features.shape) == (2, 1, 5, 12)
+        np.testing.assert_allclose(
+            to_numpy(features)[:, 0],
+            expected[:, t, :, 6:],
+            rtol=1e-5,
+            atol=1e-5,
+            err_msg=t,
+        )
+
+
+def test_bottleneck_terms_sum_to_the_bottleneck_and_need_relu():
+    rng = np.random.default_rng(18)
+    inputs = rng.normal(size=(2, 3, 5, 10)).astype("float32")
+    layer = PervasiveDenseLayer(growth_rate=4, kernel_size=3)
+    layer.build(inputs.shape)
+    randomize_layer(layer, rng)
+    source_mask, target_mask = np.ones((2, 5), bool), np.ones((2, 3), bool)
+    normed = layer.norm1(inputs, source_mask, target_mask, training=False)
+    whole = layer.conv1(normed)  # (2, 3, 5, c)
+    parts = sum(
+        layer.bottleneck_term(inputs[..., a:b], a)
+        for a, b in [(0, 3), (3, 4), (4, 10)]
+    )
+    np.testing.assert_allclose(
+        to_numpy(parts), to_numpy(whole), rtol=1e-5, atol=1e-5
+    )
+    glu = PervasiveDenseLayer(growth_rate=4, kernel_size=3, activation="glu")
+    glu.build(inputs.shape)
+    with pytest.raises(ValueError, match="GLU mixes channels"):
+        glu.bottleneck_term(inputs[..., :4], 0)
+
+
 @pytest.mark.parametrize("kernel_row", [0, 1, 2])
 def test_each_kernel_row_reads_its_target_offset(kernel_row):
     # Only row `kernel_row` of the 5 x 5 kernel kept: the new features of
