@@ -532,57 +532,42 @@ def test_dense_block_matches_numpy_reference(kernel_size):
     )
 
 
+@pytest.mark.parametrize("factored", [False, True])
 @pytest.mark.parametrize("kernel_size", [3, 5])
-def test_dense_block_steps_match_numpy_reference_row_by_row(kernel_size):
+def test_dense_block_steps_match_numpy_reference_row_by_row(
+    kernel_size, factored
+):
     # Incremental decoding, one target row at a time: each layer's step
     # reads its k // 2 cached rows (zeros from `initial_rows`, then the
-    # shift register it returns) and the new row.
+    # shift register it returns) and the new row. Factored, as
+    # `decode_step` runs it with ReLU: the 1x1 convolution's share of the
+    # block input's channels comes as two terms, channels 0:2 (the source
+    # embedding's, once per sentence) and 2:6 (the target token's), and
+    # each layer gets only the channels after them.
     layers, grid, expected = random_dense_block(kernel_size)
     rows = [layer.initial_rows(2, 5) for layer in layers]
     for t in range(4):
-        outputs = grid[:, t : t + 1]  # (2, 1, 5, 6)
+        row = grid[:, t : t + 1]  # (2, 1, 5, 6)
+        outputs = None if factored else row
         for index, layer in enumerate(layers):
+            factored_arguments = {}
+            if factored:
+                partial = layer.bottleneck_term(row[..., :2], 0)
+                partial += layer.bottleneck_term(row[..., 2:], 2)
+                factored_arguments = dict(start=6, partial=partial)
             outputs, rows[index] = layer.step(
                 outputs,
                 rows[index],
                 BLOCK_SOURCE_MASK,
                 BLOCK_TARGET_MASK[:, t : t + 1],
+                **factored_arguments,
             )
+        if factored:
+            # (2, 1, 5, 12): the layers' features alone.
+            outputs = np.concatenate([row, to_numpy(outputs)], axis=-1)
         np.testing.assert_allclose(
             to_numpy(outputs)[:, 0],
             expected[:, t],
-            rtol=1e-5,
-            atol=1e-5,
-            err_msg=t,
-        )
-
-
-@pytest.mark.parametrize("kernel_size", [3, 5])
-def test_factored_steps_match_numpy_reference(kernel_size):
-    # What `decode_step` runs with ReLU: the 1x1 convolution's share of
-    # the block input's channels as two terms, channels 0:2 (the source
-    # embedding's, computed once for the sentence) and 2:6 (the target
-    # token's, one per row), and the layer given only the channels after.
-    layers, grid, expected = random_dense_block(kernel_size)
-    rows = [layer.initial_rows(2, 5) for layer in layers]
-    for t in range(4):
-        row = grid[:, t : t + 1]  # (2, 1, 5, 6)
-        features = None
-        for index, layer in enumerate(layers):
-            partial = layer.bottleneck_term(row[..., :2], 0)
-            partial += layer.bottleneck_term(row[..., 2:], 2)
-            features, rows[index] = layer.step(
-                features,
-                rows[index],
-                BLOCK_SOURCE_MASK,
-                BLOCK_TARGET_MASK[:, t : t + 1],
-                start=6,
-                partial=partial,
-            )
-        assert tuple(features.shape) == (2, 1, 5, 12)
-        np.testing.assert_allclose(
-            to_numpy(features)[:, 0],
-            expected[:, t, :, 6:],
             rtol=1e-5,
             atol=1e-5,
             err_msg=t,
