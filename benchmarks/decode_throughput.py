@@ -229,10 +229,9 @@ def search_flop_per_sentence(model, source_length, steps, beam_size):
         if model.activation == "glu":
             return None
         g, layers = model.growth_rate, model.num_layers
-        f0 = model.source_embedding_dim + model.target_embedding_dim
-        c, k = model.bottleneck_factor * g, model.kernel_size
-        channels = f0 + layers * g
         ds, dt = model.source_embedding_dim, model.target_embedding_dim
+        c, k = model.bottleneck_factor * g, model.kernel_size
+        channels = ds + dt + layers * g
         # ReLU: the embeddings' share of the 1x1 convolutions is a term per
         # source position and one per token (`decode_step`).
         encoder = layers * 2 * tx * ds * c
