@@ -6,12 +6,16 @@ BACKENDS ?= jax tensorflow torch
 # (TensorFlow comes with the package): no torch download for a JAX demo.
 DEMO_BACKEND = $(or $(KERAS_BACKEND),jax)
 DEMO_EXTRA = $(if $(filter jax torch,$(DEMO_BACKEND)),[$(DEMO_BACKEND)])
+# The exact versions CI and the main job run with (pyproject.toml holds the
+# ranges a plain `pip install` resolves).
+CONSTRAINTS = constraints.txt
+PIP_INSTALL = $(PYTHON) -m pip install -q -c $(CONSTRAINTS)
 
 .PHONY: install test test-large demo lint
 
 # The tests run on every backend: all of them, and the dev tools.
 install:
-	$(PYTHON) -m pip install -q -e ".[all,dev]"
+	$(PIP_INSTALL) -e ".[all,dev]"
 
 # Every test on every backend; fails if any backend fails.
 test: install
@@ -27,11 +31,12 @@ test-large: install
 		KERAS_BACKEND=$$backend $(PYTHON) -m pytest -q -m large || status=1; \
 	done; exit $$status
 
+# ruff's lint rules and its formatter's check (pyproject.toml), in seconds.
 lint: install
-	ruff check . && ruff format --check .
+	$(PYTHON) -m ruff check . && $(PYTHON) -m ruff format --check .
 
 # The main job: get Ding de-en, train a small RNNsearch, evaluate, translate,
 # plot alignments and export a SavedModel (runs/ding_de_en, saved_models/).
 demo:
-	$(PYTHON) -m pip install -q -e ".$(DEMO_EXTRA)"
+	$(PIP_INSTALL) -e ".$(DEMO_EXTRA)"
 	KERAS_BACKEND=$(DEMO_BACKEND) keras-bahdanau demo

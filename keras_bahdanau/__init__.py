@@ -10,7 +10,7 @@ model, layer, loss and optimizer classes that `.keras` files name.
 import importlib
 
 # The one place of the version: pyproject.toml reads it from here.
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 # Name -> (module, attribute of it; None: the module itself).
 _LAZY = {

@@ -9,12 +9,14 @@ input that is not UTF-8, or a damaged run directory) or by a missing file
 (`FileNotFoundError`, e.g. a run directory that is not one) prints one
 line, `keras-bahdanau COMMAND: message`, to stderr and exits with status
 2. TensorFlow's C++ start-up log is dropped (`commands.start_tensorflow`).
+`keras-bahdanau --version` prints the version without loading Keras.
 """
 
 import argparse
 import importlib
 import sys
 
+from keras_bahdanau import __version__
 from keras_bahdanau.commands import start_tensorflow
 from keras_bahdanau.validation import InputError
 
@@ -40,6 +42,9 @@ def main(argv=None):
         prog="keras-bahdanau",
         description="Attention-based NMT (Bahdanau et al., 2015) on Keras 3. "
         "Pick the backend with KERAS_BACKEND=jax|tensorflow|torch.",
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"keras-bahdanau {__version__}"
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     chosen = next((a for a in argv if not a.startswith("-")), None)

@@ -5,9 +5,11 @@ so each test makes one run and checks all it can on it.
 """
 
 import os
+import re
 import subprocess
 import sys
 
+from keras_bahdanau import __version__
 from keras_bahdanau.decoding import SearchConfig
 from keras_bahdanau.translator import Translator
 from tests.run_fixture import PAIRS
@@ -155,3 +157,27 @@ def test_a_missing_run_directory_is_one_line(tmp_path):
         "Train one with `keras-bahdanau train --config CONFIG --run-dir "
         "RUN_DIR`."
     ]
+
+
+def test_version_is_printed_before_keras_and_tensorflow_load():
+    # In a fresh process, as in the test above: `--version` stays cheap.
+    script = (
+        "import sys\n"
+        "from keras_bahdanau import cli\n"
+        "try:\n"
+        "    cli.main(['--version'])\n"
+        "except SystemExit as error:\n"
+        "    print(error.code)\n"
+        "heavy = ('keras', 'tensorflow', 'jax', 'torch')\n"
+        "print(sorted(set(heavy) & set(sys.modules)))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr.decode()
+    version, code, modules = result.stdout.decode("utf-8").splitlines()
+    assert version == f"keras-bahdanau {__version__}"
+    assert re.fullmatch(r"\d+\.\d+\.\d+", __version__)
+    assert code == "0"
+    assert modules == "[]"
+    assert result.stderr == b""

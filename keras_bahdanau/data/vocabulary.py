@@ -26,6 +26,7 @@ import functools
 import io
 import json
 import pathlib
+import tempfile
 
 import keras
 import numpy as np
@@ -43,6 +44,14 @@ from keras_bahdanau.reserved import UNK_ID
 
 VOCABULARY_FILE = "vocabulary.txt"
 CONFIG_FILE = "tokenizer.json"
+
+# SentencePiece's own normalisation is left to normalise_text(), which turns
+# every control character into a space. This one rule (tab -> space) says
+# the same and never applies, as no tab is left. A model with no rule at all
+# ("identity") makes the SentencePiece inside tf-text log "precompiled_charsmap
+# is empty" each time it loads the model, straight to file descriptor 2 and
+# past any log level: its logging can be neither set nor reached.
+_SENTENCEPIECE_RULES = "9\t20\n"  # U+0009 -> U+0020, hex code points
 
 # A private-use character marks the spaces that splitting inserts, so that
 # they can be told apart from the spaces of the text.
@@ -547,33 +556,36 @@ class SentencePieceTokenizer(Tokenizer):
             for line in normalise_text(tf.constant(texts), lowercase).numpy()
         ]
         writer = io.BytesIO()
-        try:
-            sentencepiece.SentencePieceTrainer.train(
-                sentence_iterator=iter(lines),
-                model_writer=writer,
-                vocab_size=max_vocabulary_size,
-                model_type=model_type,
-                # The text is normalised by normalise_text() alone, so
-                # that every seen character comes back as it was.
-                normalization_rule_name="identity",
-                character_coverage=1.0,
-                pad_id=PAD_ID,
-                unk_id=UNK_ID,
-                bos_id=BOS_ID,
-                eos_id=EOS_ID,
-                pad_piece=PAD,
-                unk_piece=UNK,
-                bos_piece=BOS,
-                eos_piece=EOS,
-                num_threads=1,  # deterministic
-                minloglevel=2,
-            )
-        except RuntimeError as error:
-            raise ValueError(
-                "SentencePiece could not learn a vocabulary of "
-                f"max_vocabulary_size={max_vocabulary_size} from "
-                f"{len(lines)} texts: {error}"
-            ) from None
+        with tempfile.TemporaryDirectory() as folder:
+            rules = pathlib.Path(folder) / "normalization_rules.tsv"
+            rules.write_text(_SENTENCEPIECE_RULES, "utf-8")
+            try:
+                sentencepiece.SentencePieceTrainer.train(
+                    sentence_iterator=iter(lines),
+                    model_writer=writer,
+                    vocab_size=max_vocabulary_size,
+                    model_type=model_type,
+                    # The text is normalised by normalise_text() alone, so
+                    # that every seen character comes back as it was.
+                    normalization_rule_tsv=str(rules),
+                    character_coverage=1.0,
+                    pad_id=PAD_ID,
+                    unk_id=UNK_ID,
+                    bos_id=BOS_ID,
+                    eos_id=EOS_ID,
+                    pad_piece=PAD,
+                    unk_piece=UNK,
+                    bos_piece=BOS,
+                    eos_piece=EOS,
+                    num_threads=1,  # deterministic
+                    minloglevel=2,  # the trainer's own log: errors only
+                )
+            except RuntimeError as error:
+                raise ValueError(
+                    "SentencePiece could not learn a vocabulary of "
+                    f"max_vocabulary_size={max_vocabulary_size} from "
+                    f"{len(lines)} texts: {error}"
+                ) from None
         return cls(writer.getvalue(), lowercase)
 
     def _tokenize_ops(self, strings):

@@ -236,3 +236,17 @@ def test_sentencepiece_learns_the_same_model_twice():
     first = vocabulary.build_tokenizer("unigram", SENTENCES * 10, 80)
     second = vocabulary.build_tokenizer("unigram", SENTENCES * 10, 80)
     assert first.get_vocabulary() == second.get_vocabulary()
+
+
+@pytest.mark.parametrize("kind", SENTENCEPIECE_KINDS)
+def test_sentencepiece_writes_no_log(kind, tmp_path, capfd):
+    # SentencePiece's C++ log bypasses sys.stderr: capfd reads the process's
+    # file descriptors 1 and 2.
+    tokenizer = vocabulary.build_tokenizer(kind, SENTENCES * 10, SIZES[kind])
+    tokenizer.tokenize(SENTENCES)
+    tokenizer.save(tmp_path)
+    loaded = vocabulary.load_tokenizer(tmp_path)
+    loaded.detokenize(loaded.tokenize(SENTENCES))
+    list(tf.data.Dataset.from_tensors(SENTENCES).map(loaded.tokenize))
+    out, err = capfd.readouterr()
+    assert "LOG(" not in out + err, out + err
