@@ -93,6 +93,8 @@ BANNED_OPS = {"PyFunc", "PyFuncStateless", "EagerPyFunc", "XlaCallModule"}
 # of them raises ImportError, as on a TF Serving machine without them.
 # Custom ops (tf-text) come from their shared libraries, as TF Serving
 # links them: the `tensorflow_text` Python package itself needs keras.
+# It stays findable (docs/serving.md's Python host finds the libraries
+# through its spec) but its import fails.
 BLOCKED = (
     "keras",
     "jax",
@@ -103,10 +105,30 @@ BLOCKED = (
     "keras_bahdanau",
 )
 LOADER = r"""
-import base64, json, pathlib, sys, time
+import base64, importlib.abc, importlib.machinery, json, pathlib, sys, time
 BLOCKED = %r
 for name in BLOCKED:
-    sys.modules[name] = None
+    if name != "tensorflow_text":
+        sys.modules[name] = None
+
+
+class Unimportable(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def find_spec(self, name, path, target=None):
+        if name.partition(".")[0] != "tensorflow_text":
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is not None:
+            spec.loader = self
+        return spec
+
+    def create_module(self, spec):
+        raise ImportError(f"{spec.name} is blocked")
+
+    def exec_module(self, module):
+        raise ImportError(f"{module.__name__} is blocked")
+
+
+sys.meta_path.insert(0, Unimportable())
 import numpy as np
 import tensorflow as tf
 from tensorflow.core.framework import tensor_pb2
@@ -123,9 +145,13 @@ for meta_graph in saved_model.meta_graphs:
     for function in meta_graph.graph_def.library.function:
         ops.update(node.op for node in function.node_def)
 unregistered = sorted(o for o in ops if op_def_registry.get(o) is None)
-for library in spec.get("op_libraries", []):
-    tf.load_op_library(library)
-model = tf.saved_model.load(spec["path"])
+if "python_host" in spec:
+    # docs/serving.md's code: loads the op libraries, then the model.
+    namespace = {}
+    exec(spec["python_host"], namespace)
+    model = namespace["model"]
+else:
+    model = tf.saved_model.load(spec["path"])
 # A call may name another SavedModel ("path"): one process, one import.
 models = {spec["path"]: model}
 
@@ -309,24 +335,28 @@ N_BEST_OPTIONS = {
 }
 
 
-def tf_text_op_libraries():
-    """The op libraries of tensorflow_text, which stock TF Serving links."""
-    package = importlib.util.find_spec("tensorflow_text")
-    ops = pathlib.Path(package.submodule_search_locations[0], "python", "ops")
-    return sorted(map(str, ops.glob("*.so")))
+def python_host(path):
+    """docs/serving.md's Python host code, loading the SavedModel `path`."""
+    text = (ROOT / "docs" / "serving.md").read_text()
+    section = text.split("### A Python host", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    assert '"saved_models/demo/1"' in code
+    return code.replace('"saved_models/demo/1"', repr(str(path)))
 
 
-def load_and_call(path, calls, op_libraries=()):
-    """Runs `calls` on the SavedModel in a fresh TensorFlow-only process."""
+def load_and_call(path, calls, as_python_host=False):
+    """Runs `calls` on the SavedModel in a fresh TensorFlow-only process.
+
+    With `as_python_host`, the process loads it with the code of
+    docs/serving.md (TF Text's op libraries first), else with
+    `tf.saved_model.load` alone.
+    """
+    spec = {"path": str(path), "calls": calls}
+    if as_python_host:
+        spec["python_host"] = python_host(path)
     process = subprocess.run(
         [sys.executable, "-c", LOADER % (BLOCKED,)],
-        input=json.dumps(
-            {
-                "path": str(path),
-                "calls": calls,
-                "op_libraries": list(op_libraries),
-            }
-        ),
+        input=json.dumps(spec),
         capture_output=True,
         text=True,
         cwd=path,  # Not the repository: keras_bahdanau is not on the path.
@@ -1124,7 +1154,7 @@ def test_a_wordpiece_source_needs_only_tf_text_ops(tmp_path):
     served = load_and_call(
         path,
         {"translate": request("serving_default", sources + [""])},
-        op_libraries=tf_text_op_libraries(),
+        as_python_host=True,
     )
     assert served["unregistered"] == ["FastWordpieceTokenizeWithOffsets"]
     assert not set(served["ops"]) & BANNED_OPS
@@ -1137,7 +1167,9 @@ def test_a_wordpiece_source_needs_only_tf_text_ops(tmp_path):
 
 
 def test_sentencepiece_runs_are_served_like_translator(tmp_path):
-    """SentencePiece both sides: tokenized in the graph by tf-text's ops."""
+    """SentencePiece both sides (the default tokenizer), tokenized in the
+    graph by tf-text's ops, served by docs/serving.md's Python host code
+    without Keras or the `tensorflow_text` package."""
     run_dir = tmp_path / "run"
     sources = [source for source, _ in PAIRS]
     targets = [target for _, target in PAIRS]
@@ -1170,7 +1202,7 @@ def test_sentencepiece_runs_are_served_like_translator(tmp_path):
     served = load_and_call(
         path,
         {"translate": request("serving_default", texts)},
-        op_libraries=tf_text_op_libraries(),
+        as_python_host=True,
     )
     # Only the tokenizer needs tf-text (stock TF Serving links it); the
     # detokenizer is core TensorFlow.
@@ -1189,6 +1221,7 @@ def test_sentencepiece_runs_are_served_like_translator(tmp_path):
         result["score"], [t.score for t in expected], rtol=1e-4, atol=1e-5
     )
     assert result["status"][-2:] == ["empty", "ok"]
+    assert served["imported"] == []  # tensorflow_text included
 
 
 def test_a_failed_subprocess_export_raises_with_its_stderr(monkeypatch):
