@@ -58,6 +58,7 @@ import time
 import keras
 import numpy as np
 
+from keras_bahdanau import records
 from keras_bahdanau.data import build_tokenizer
 from keras_bahdanau.decoding import SearchConfig
 from keras_bahdanau.export import export_saved_model
@@ -153,6 +154,7 @@ def parse_arguments(argv=None):
         "a temporary folder, deleted at the end)",
     )
     parser.add_argument("--seed", type=int, default=0)
+    records.add_record_argument(parser)
     args = parser.parse_args(argv)
     for name in ("source_length", "max_length", "requests"):
         if getattr(args, name) <= 0:
@@ -294,13 +296,24 @@ def measure(args, folder):
 
 
 def main(argv=None):
+    started = records.start()
     args = parse_arguments(argv)
+    measurements = []
     with contextlib.ExitStack() as stack:
         folder = args.output or stack.enter_context(
             tempfile.TemporaryDirectory(prefix="serving_latency-")
         )
         for record in measure(args, folder):
             print(json.dumps(record), flush=True)
+            measurements.append(record)
+    if args.record:
+        records.write_record(
+            args.record,
+            "serving_latency",
+            {"measurements": measurements},
+            started,
+            argv=[__file__, *(sys.argv[1:] if argv is None else argv)],
+        )
 
 
 if __name__ == "__main__":

@@ -43,6 +43,8 @@ import numpy as np
 from _memory import keras_device_and_peak_memory
 from _memory import peak_rss_mb
 
+from keras_bahdanau import records
+
 # Keras, the package and torch are imported inside the functions that use
 # them: the parent process must not hold torch (nor the reference process
 # Keras or TensorFlow), or one framework's memory would count in the
@@ -117,6 +119,7 @@ def parse_arguments(argv=None):
         "--reference-sizes", type=json.loads, help=argparse.SUPPRESS
     )
     parser.add_argument("--seed", type=int, default=0)
+    records.add_record_argument(parser)
     args = parser.parse_args(argv)
     for name in ("batch_size", "length", "steps", "rounds"):
         if getattr(args, name) <= 0:
@@ -594,6 +597,7 @@ def reference_fields(references, round_times, tokens_per_step, flop, peak):
 
 
 def main(argv=None):
+    started = records.start()
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parse_arguments(argv)
     sizes = args.reference_sizes or model_sizes(args)
@@ -650,6 +654,14 @@ def main(argv=None):
     record["load_average_start"] = [round(x, 2) for x in load_start]
     record["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
     print(json.dumps(record), flush=True)
+    if args.record and not args.reference_sizes:  # Not the child's.
+        records.write_record(
+            args.record,
+            "train_throughput",
+            {"measurements": [record]},
+            started,
+            argv=[__file__, *argv],
+        )
 
 
 if __name__ == "__main__":

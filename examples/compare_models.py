@@ -63,6 +63,7 @@ from pathlib import Path
 
 import keras
 
+from keras_bahdanau import records
 from keras_bahdanau import run_directory as rd
 from keras_bahdanau.commands.train import train
 from keras_bahdanau.config import ConfigError
@@ -116,7 +117,7 @@ def shared_parser(doc, output_dir, model, names, buckets=(5, 5)):
     Described by the first line of `doc`; the options `--{model}s` (the
     models to run, of `names`; default all), `--output-dir` (default
     `output_dir`), `--set` (scoped by a `model` name), `--bucket-width`
-    and `--num-buckets` (defaults `buckets`) and `--json`;
+    and `--num-buckets` (defaults `buckets`), `--json` and `--record`;
     `check_shared_arguments` checks them.
     """
     parser = argparse.ArgumentParser(
@@ -164,6 +165,7 @@ def shared_parser(doc, output_dir, model, names, buckets=(5, 5)):
         action="store_true",
         help="print one JSON object per model instead of the table",
     )
+    records.add_record_argument(parser)
     return parser
 
 
@@ -523,6 +525,7 @@ def collect_rows(names, row_of, script):
 
 
 def main(argv=None):
+    recording = records.start()
     args = parse_args(argv)
     started = time.perf_counter()
     rows = collect_rows(
@@ -540,6 +543,18 @@ def main(argv=None):
         )
     table = format_table(rows, args.bucket_width, args.num_buckets)
     report(rows, table, args.json, started, "comparison")
+    if args.record:
+        records.write_record(
+            args.record,
+            "compare_models",
+            {"rows": rows},
+            recording,
+            config={
+                name: resolve_config(args.config, overrides_for(name, args))
+                for name in args.architectures
+            },
+            argv=[__file__, *(sys.argv[1:] if argv is None else argv)],
+        )
     return rows
 
 

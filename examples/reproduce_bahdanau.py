@@ -91,12 +91,14 @@ up to 6 on busier cores.
 
 import importlib.util
 import json
+import sys
 import textwrap
 import time
 from pathlib import Path
 
 import keras
 
+from keras_bahdanau import records
 from keras_bahdanau import run_directory as rd
 from keras_bahdanau.commands.train import train
 from keras_bahdanau.config import DEFAULTS
@@ -542,6 +544,7 @@ def format_table(rows, steps, width, count):
 
 
 def main(argv=None):
+    recording = records.start()
     args = parse_args(argv)
     started = time.perf_counter()
     output_dir = Path(args.output_dir)
@@ -552,14 +555,23 @@ def main(argv=None):
     alignments = figure3(rows, args)
     table = format_table(rows, args.steps, args.bucket_width, args.num_buckets)
     rd.atomic_write_text(output_dir / "table.txt", table + "\n")
+    figures = {"steps": args.steps, "rows": rows, "figure3": alignments}
     rd.atomic_write_text(
-        output_dir / "table.json",
-        json.dumps(
-            {"steps": args.steps, "rows": rows, "figure3": alignments},
-            indent=2,
-        ),
+        output_dir / "table.json", json.dumps(figures, indent=2)
     )
     compare_models.report(rows, table, args.json, started, "run")
+    if args.record:
+        records.write_record(
+            args.record,
+            "reproduce_bahdanau",
+            figures,
+            recording,
+            config={
+                name: resolve_config(None, overrides_for(name, args))
+                for name in args.models
+            },
+            argv=[__file__, *(sys.argv[1:] if argv is None else argv)],
+        )
     return rows
 
 

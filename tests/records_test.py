@@ -1,0 +1,342 @@
+import argparse
+import csv
+import importlib.util
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+from keras_bahdanau import __version__
+from keras_bahdanau import records
+from keras_bahdanau import run_directory as rd
+from keras_bahdanau.commands import train as train_module
+
+_ROOT = pathlib.Path(__file__).parents[1]
+_spec = importlib.util.spec_from_file_location(
+    "render", _ROOT / "results" / "render.py"
+)
+render = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(render)
+
+
+def _environment():
+    return {**os.environ, "KERAS_BACKEND": keras.backend.backend()}
+
+
+# === keras_bahdanau/records.py ===
+
+
+def test_write_record_holds_the_figures_and_the_environment(tmp_path):
+    started = records.start()
+    path = tmp_path / "new" / "folder" / "record.json"
+    figures = {
+        "bleu": np.float32(6.5),
+        "steps": np.int64(3),
+        "times": np.array([0.5, 0.25]),
+        "diverged": float("nan"),
+    }
+    written = records.write_record(
+        path, "unit_test", figures, started, config={"run_dir": tmp_path}
+    )
+    record = json.loads(path.read_text(encoding="utf-8"))
+    assert record == written
+    # NumPy numbers become JSON numbers; NaN (no JSON) becomes null.
+    assert record["figures"] == {
+        "bleu": 6.5,
+        "steps": 3,
+        "times": [0.5, 0.25],
+        "diverged": None,
+    }
+    assert record["kind"] == "unit_test"
+    assert record["transcribed"] is False
+    assert record["config"] == {"run_dir": str(tmp_path)}
+    assert record["package_version"] == __version__
+    assert record["backend"] == keras.backend.backend()
+    assert record["versions"]["keras"] == keras.__version__
+    assert record["versions"]["numpy"] == np.__version__
+    machine = record["machine"]
+    assert machine["cores"] == os.cpu_count()
+    assert len(machine["load_average_start"]) == 3
+    assert len(machine["load_average_end"]) == 3
+    assert record["started_utc"] == started["started_utc"]
+    assert record["started_utc"] <= record["ended_utc"]
+    assert record["wall_seconds"] >= 0
+    # Written atomically: no temporary file is left beside it.
+    assert [p.name for p in path.parent.iterdir()] == ["record.json"]
+
+
+def test_git_state_in_and_out_of_a_checkout(tmp_path, monkeypatch):
+    state = records.git_state()
+    if (_ROOT / ".git").exists() and shutil.which("git"):
+        head = subprocess.run(
+            ["git", "-C", str(_ROOT), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        assert state["commit"] == head
+        assert state["dirty"] in (True, False)
+    # Outside a checkout, and without git: both unknown, no error.
+    assert records.git_state(tmp_path) == {"commit": None, "dirty": None}
+    monkeypatch.setattr(records.shutil, "which", lambda name: None)
+    assert records.git_state() == {"commit": None, "dirty": None}
+
+
+def test_command_line_is_the_command_as_typed(monkeypatch):
+    monkeypatch.setenv("KERAS_BACKEND", "jax")
+    script = str(_ROOT / "benchmarks" / "decode_throughput.py")
+    monkeypatch.chdir(_ROOT)
+    assert records.command_line([script, "--set", "a b"]) == (
+        "KERAS_BACKEND=jax python benchmarks/decode_throughput.py --set 'a b'"
+    )
+    monkeypatch.delenv("KERAS_BACKEND")
+    assert records.command_line(["/usr/bin/keras-bahdanau", "demo"]) == (
+        "keras-bahdanau demo"
+    )
+
+
+def test_a_bad_record_path_stops_the_parser(tmp_path, capsys):
+    parser = argparse.ArgumentParser()
+    records.add_record_argument(parser)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--record", str(tmp_path)])
+    assert "names a directory" in capsys.readouterr().err
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--record", str(a_file / "record.json")])
+    assert "cannot write into" in capsys.readouterr().err
+    args = parser.parse_args(["--record", str(tmp_path / "a" / "r.json")])
+    assert args.record == tmp_path / "a" / "r.json"
+
+
+def test_records_imports_no_framework():
+    loaded = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from keras_bahdanau import records; "
+            "records.build_record('k', {}); print(sorted({'keras', "
+            "'tensorflow', 'jax', 'torch'} & set(sys.modules)))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=_environment(),
+    ).stdout
+    assert loaded.strip() == "[]"
+
+
+def _finished_run(run_dir, tmp_path):
+    """A copy of the tiny run directory, with the files of a finished run."""
+    run = pathlib.Path(shutil.copytree(run_dir, tmp_path / "run"))
+    results = {
+        split: {
+            "bleu": bleu,
+            "chrf": 20.0,
+            "bleu_signature": "nrefs:1",
+            "chrf_signature": "nrefs:1",
+            "sentences": 4,
+        }
+        for split, bleu in (("dev", 1.5), ("test", 2.5))
+    }
+    (run / rd.RESULTS).write_text(json.dumps(results))
+    with open(run / rd.TRAINING_LOG, "w", newline="") as file:
+        writer = csv.writer(file)
+        writer.writerow(["epoch", "loss", "val_bleu"])
+        writer.writerows([[0, 3.5, 0.5], [1, 3.25, 1.5]])
+    (run / rd.EPOCH_TIMES).write_text(json.dumps({"0": 60.0, "1": 90.0}))
+    return run, results
+
+
+def test_train_command_writes_the_record_of_its_run(
+    run_dir, tmp_path, monkeypatch
+):
+    run, results = _finished_run(run_dir, tmp_path)
+    # The training itself is tested in tests/commands/train_test.py.
+    trained = []
+    monkeypatch.setattr(
+        train_module, "train", lambda config: trained.append(config) or run
+    )
+    parser = argparse.ArgumentParser()
+    train_module.add_arguments(parser)
+    path = tmp_path / "train.json"
+    args = parser.parse_args(["--set", f"run_dir={run}", "--record", str(path)])
+    assert train_module.run(args) == 0
+    record = json.loads(path.read_text(encoding="utf-8"))
+    assert record["kind"] == "train"
+    assert record["config"] == json.loads(json.dumps(trained[0]))
+    figures = record["figures"]
+    assert figures["results"] == results
+    assert figures["epochs"] == 2
+    assert figures["training_minutes"] == 2.5
+    assert [row["val_bleu"] for row in figures["log"]] == [0.5, 1.5]
+    assert figures["parameters"] == rd.read_config(run).get("parameters")
+
+
+def _script(name, *arguments, cwd=None):
+    result = subprocess.run(
+        [sys.executable, str(_ROOT / name), *arguments],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=_environment(),
+        cwd=cwd,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def test_decode_throughput_records_its_lines(tmp_path):
+    path = tmp_path / "decode.json"
+    lines = _script(
+        "benchmarks/decode_throughput.py",
+        "--preset=rnnsearch_tiny",
+        "--vocabulary-size=40",
+        "--source-length=3",
+        "--max-length=3",
+        "--batch-sizes=2",
+        "--beam-sizes=2",
+        "--repeats=1",
+        "--no-reference",
+        f"--record={path}",
+    )
+    record = json.loads(path.read_text(encoding="utf-8"))
+    assert record["kind"] == "decode_throughput"
+    assert record["figures"] == {"measurements": lines}
+    assert record["command"].endswith(
+        f"benchmarks/decode_throughput.py --preset=rnnsearch_tiny "
+        f"--vocabulary-size=40 --source-length=3 --max-length=3 "
+        f"--batch-sizes=2 --beam-sizes=2 --repeats=1 --no-reference "
+        f"--record={path}"
+    )
+
+
+@pytest.mark.large  # Three processes load frameworks: a minute or more.
+def test_train_throughput_records_the_parents_line_only(tmp_path):
+    path = tmp_path / "train.json"
+    (line,) = _script(
+        "benchmarks/train_throughput.py",
+        "--preset=rnnsearch_tiny",
+        "--vocabulary-size=50",
+        "--batch-size=2",
+        "--length=3",
+        "--warmup=1",
+        "--steps=1",
+        f"--record={path}",
+    )
+    record = json.loads(path.read_text(encoding="utf-8"))
+    # The reference's child process got --record too, and wrote nothing.
+    assert record["figures"] == {"measurements": [line]}
+    assert line["ratio_vs_pytorch"] is not None
+
+
+# === results/render.py ===
+
+
+def test_committed_results_page_and_readme_table_are_rendered():
+    texts = render.rendered()
+    for path, text in texts.items():
+        assert path.read_text(encoding="utf-8") == text, (
+            f"{path.relative_to(_ROOT)} differs from the records in "
+            "results/: run `python results/render.py`."
+        )
+
+
+def test_every_committed_record_is_complete():
+    expected = records.build_record("k", {}).keys()
+    for name, record in render.load_records().items():
+        assert record["format_version"] == records.FORMAT_VERSION, name
+        assert set(record) == set(expected), name
+        if record["transcribed"]:
+            assert record["source"], name
+        else:
+            assert record["command"] and record["started_utc"], name
+
+
+def _write_records(folder, run_dir, tmp_path):
+    run, _ = _finished_run(run_dir, tmp_path)
+    records.write_record(
+        folder / "demo.json",
+        "demo",
+        records.run_figures(run),
+        records.start(),
+        {"model": {"architecture": "rnnsearch", "preset": "rnnsearch_tiny"}},
+    )
+    records.write_record(
+        folder / "decode.json",
+        "decode_throughput",
+        {
+            "measurements": [
+                {
+                    "backend": "jax",
+                    "preset": "rnnsearch_small",
+                    "beam_size": 5,
+                    "batch_size": 64,
+                    "target_words_per_s": 1000.0,
+                    "pytorch_target_words_per_s": 800.0,
+                    "ratio_vs_pytorch": 1.25,
+                    "round_ratios": [1.2, 1.3],
+                }
+            ]
+        },
+    )
+    records.write_record(
+        folder / "old.json",
+        "reproduce_bahdanau",
+        {"steps": 10, "rows": [{"label": "RNNsearch-50", "steps": 10}]},
+        transcribed=True,
+        source="docs of an earlier release",
+    )
+
+
+def test_render_page_and_table_from_records(run_dir, tmp_path):
+    folder = tmp_path / "results"
+    _write_records(folder, run_dir, tmp_path)
+    found = render.load_records(folder)
+    page = render.render_page(found)
+    readme = render.render_readme_table(found)
+    # The demo's dev / test BLEU, the ratio, the transcribed record's mark.
+    assert "1.50 / 20.00" in page and "2.50 / 20.00" in page
+    assert "1.50 / 2.50" in readme
+    assert "jax 1.25x" in readme and "1.25x" in page
+    assert f"`old.json` {render.MARK}" in page
+    assert render.TRANSCRIBED in page and render.TRANSCRIBED in readme
+    assert "Source: docs of an earlier release" in page
+    # A kind without records is left out; no records at all still renders.
+    assert "Serving latency" not in page
+    assert "No records yet." in render.render_page({})
+    assert render.render_readme_table({}) == ""
+
+
+def test_render_check_fails_on_a_stale_page(run_dir, tmp_path, monkeypatch):
+    folder = tmp_path / "results"
+    _write_records(folder, run_dir, tmp_path)
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n\n{render.BEGIN}\nold\n{render.END}\n")
+    monkeypatch.setattr(render, "RESULTS", folder)
+    monkeypatch.setattr(render, "ROOT", tmp_path)
+    monkeypatch.setattr(render, "README", readme)
+    monkeypatch.setattr(render, "PAGE", tmp_path / "docs" / "results.md")
+    (tmp_path / "docs").mkdir()
+    assert render.main(["--check"]) == 1
+    assert render.main([]) == 0
+    assert render.main(["--check"]) == 0
+    assert "jax 1.25x" in readme.read_text(encoding="utf-8")
+    readme.write_text("no markers\n")
+    with pytest.raises(SystemExit, match="results:begin"):
+        render.main(["--check"])
+
+
+def test_a_file_that_is_not_a_record_is_named(tmp_path):
+    (tmp_path / "bad.json").write_text('{"kind": "x"}')
+    with pytest.raises(ValueError, match="bad.json is not a record"):
+        render.load_records(tmp_path)
+    (tmp_path / "bad.json").write_text("{")
+    with pytest.raises(ValueError, match="bad.json is not JSON"):
+        render.load_records(tmp_path)
