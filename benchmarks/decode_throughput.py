@@ -87,6 +87,7 @@ import keras
 import numpy as np
 from _memory import keras_device_and_peak_memory
 
+from keras_bahdanau import records
 from keras_bahdanau.decoding import SearchConfig
 from keras_bahdanau.decoding import compile_search
 from keras_bahdanau.models import PervasiveAttention
@@ -165,6 +166,7 @@ def parse_arguments(argv=None):
         "stderr",
     )
     parser.add_argument("--seed", type=int, default=0)
+    records.add_record_argument(parser)
     args = parser.parse_args(argv)
     if args.profile and keras.backend.backend() != "torch":
         parser.error(
@@ -219,7 +221,12 @@ def search_flop_per_sentence(model, source_length, steps, beam_size):
                                                       score (if pooled so)
                          + 2 C' V                     output projection
                                                       (C' = C, 2C for
-                                                      max+attention)
+                                                      max+attention), or
+                         + 2 C' dt + 2 dt V           tied: C' -> dt -> E^T
+
+    With `input_channels=N` (f_0 = N) the encoder is the reduction's
+    source term, 2 Tx ds N, and a step adds its token term, 2 dt N, and
+    runs the 1x1 convolutions over whole rows: sum_l 2 Tx f_l c.
 
     The GLU activation (half the channels into each product) is not
     counted: None.
@@ -231,17 +238,31 @@ def search_flop_per_sentence(model, source_length, steps, beam_size):
         g, layers = model.growth_rate, model.num_layers
         ds, dt = model.source_embedding_dim, model.target_embedding_dim
         c, k = model.bottleneck_factor * g, model.kernel_size
-        channels = ds + dt + layers * g
-        # ReLU: the embeddings' share of the 1x1 convolutions is a term per
-        # source position and one per token (`decode_step`).
-        encoder = layers * 2 * tx * ds * c
-        step = layers * 2 * dt * c
-        step += sum(2 * tx * index * g * c for index in range(layers))
+        reduced = model.input_channels
+        f0 = reduced or ds + dt
+        channels = f0 + layers * g
+        if reduced is None:
+            # ReLU: the embeddings' share of the 1x1 convolutions is a term
+            # per source position and one per token (`decode_step`).
+            encoder = layers * 2 * tx * ds * c
+            step = layers * 2 * dt * c
+            step += sum(2 * tx * index * g * c for index in range(layers))
+        else:
+            # The reduction's source and token terms, then whole rows.
+            encoder = 2 * tx * ds * reduced
+            step = 2 * dt * reduced
+            step += sum(
+                2 * tx * (reduced + index * g) * c for index in range(layers)
+            )
         step += layers * 2 * tx * (k // 2 + 1) * k * c * g
         pooled = channels * len(model.pooling_mode.split("+"))
         if "attention" in model.pooling_mode:
             step += 2 * tx * channels
-        step += 2 * pooled * model.target_vocabulary_size
+        vocabulary = model.target_vocabulary_size
+        if model.tie_embeddings:
+            step += 2 * pooled * dt + 2 * dt * vocabulary
+        else:
+            step += 2 * pooled * vocabulary
         return encoder + beam_size * steps * step
     if not isinstance(model, RNNSearch):
         return None
@@ -490,6 +511,7 @@ def compare_fields(other, args, timed):
 
 
 def main(argv=None):
+    started = records.start()
     args = parse_arguments(argv)
     if args.torch_threads is not None:
         # Torch's threads: the reference's, and the torch backend's.
@@ -501,12 +523,22 @@ def main(argv=None):
     other = None
     if args.compare_with:
         other = build_model(args, args.compare_with)
+    measurements = []
     for beam_size in args.beam_sizes:
         for batch_size in args.batch_sizes:
             record = benchmark(
                 model, args, beam_size, batch_size, reference, other
             )
             print(json.dumps(record), flush=True)
+            measurements.append(record)
+    if args.record:
+        records.write_record(
+            args.record,
+            "decode_throughput",
+            {"measurements": measurements},
+            started,
+            argv=[__file__, *(sys.argv[1:] if argv is None else argv)],
+        )
 
 
 if __name__ == "__main__":

@@ -31,6 +31,9 @@ DEFAULTS = {
         "test_target_file": "",
         "tsv_file": "",
         "max_length": 50,
+        # Training batches hold pairs padded to the same multiple of this
+        # many tokens (data.make_dataset).
+        "bucket_width": 10,
         "max_train_pairs": 0,  # 0: all
         # ding_de_en: add up to N of the dictionary's term pairs for the
         # training sentences' words (data.corpora.ding_terms); 0: none.
@@ -48,11 +51,20 @@ DEFAULTS = {
     "model": {
         # "rnnsearch", "rnnencdec" or "pervasive_attention".
         "architecture": "rnnsearch",
+        # Unset: DEFAULT_PRESETS[architecture]; "": the constructor's
+        # defaults.
         "preset": "rnnsearch_tiny",
-        # Overrides of the preset; 0 / "" keep the preset's value.
+        # Overrides of the preset; 0 keeps the preset's value.
         "embedding_dim": 0,
         "hidden_dim": 0,
         "maxout_dim": 0,
+        # Pervasive Attention's DenseNet (0: the preset's value);
+        # reduction_channels: a 1x1 convolution to this many channels
+        # before the DenseNet (0: none).
+        "num_layers": 0,
+        "growth_rate": 0,
+        "kernel_size": 0,
+        "reduction_channels": 0,
         # Regularisation (see RNNSearch); all 0 in the paper.
         "dropout": 0.2,  # on the readout t_i
         "embedding_dropout": 0.1,
@@ -98,6 +110,9 @@ DEFAULTS = {
         # Dev sentences translated after each epoch for selection on BLEU
         # (the first N of the dev split; 0: all).
         "selection_sentences": 300,
+        # GNMT length penalty alpha of the search (0: none). Unset: the
+        # architecture's value in LENGTH_PENALTIES, chosen on dev BLEU.
+        "length_penalty": 0.0,
         # Unknown words replaced by their most attended source word
         # (word-level tokenizers only).
         "replace_unknown": True,
@@ -157,6 +172,48 @@ RECIPES = {
     },
 }
 
+# The `[model]` keys each architecture takes besides `architecture` and
+# `preset` (models.factory.build_model); another key set for it is an
+# error. Pervasive Attention's keys left unset are the preset's values.
+_RNN_KEYS = (
+    "embedding_dim",
+    "hidden_dim",
+    "maxout_dim",
+    "dropout",
+    "embedding_dropout",
+    "word_dropout",
+    "hidden_dropout",
+    "recurrent_dropout",
+    "tie_embeddings",
+    "initialization",
+)
+MODEL_KEYS = {
+    "rnnsearch": _RNN_KEYS,
+    "rnnencdec": _RNN_KEYS,
+    "pervasive_attention": (
+        "embedding_dim",
+        "num_layers",
+        "growth_rate",
+        "kernel_size",
+        "reduction_channels",
+        "dropout",
+        "tie_embeddings",
+    ),
+}
+# The preset of an architecture whose config names none.
+DEFAULT_PRESETS = {
+    "rnnsearch": "rnnsearch_tiny",
+    "rnnencdec": "rnnencdec_tiny",
+    "pervasive_attention": "pervasive_attention_tiny",
+}
+# `evaluation.length_penalty` when the config sets none: the GNMT alpha
+# with the best dev BLEU on Ding de-en (docs/results.md).
+LENGTH_PENALTIES = {
+    "rnnsearch": 0.0,
+    "rnnencdec": 0.0,
+    "pervasive_attention": 0.0,
+}
+
 CHOICES = {
     "recipe": tuple(RECIPES),
     # data.loading.CORPORA, data.vocabulary.TOKENIZERS,
@@ -184,9 +241,11 @@ _POSITIVE = (lambda value: value > 0, "positive")
 _ALL_OR_POSITIVE = (lambda value: value >= 0, "0 (all) or positive")
 _FRACTION = (lambda value: 0.0 <= value < 1.0, "in [0, 1)")
 _OFF_OR_POSITIVE = (lambda value: value >= 0, "0 (off) or positive")
+_PRESET_OR_POSITIVE = (lambda value: value >= 0, "0 (the preset's) or positive")
 _OFF_OR_SEVERAL = (lambda value: value == 0 or value >= 2, "0 (off) or >= 2")
 RANGES = {
     "data.max_length": _POSITIVE,
+    "data.bucket_width": _POSITIVE,
     "data.max_train_pairs": _ALL_OR_POSITIVE,
     "data.dictionary_pairs": _OFF_OR_POSITIVE,
     "training.epochs": _POSITIVE,
@@ -198,6 +257,11 @@ RANGES = {
     "training.lr_patience": _POSITIVE,
     "training.average_last": _OFF_OR_SEVERAL,
     "evaluation.selection_sentences": _ALL_OR_POSITIVE,
+    "evaluation.length_penalty": _OFF_OR_POSITIVE,
+    "model.num_layers": _PRESET_OR_POSITIVE,
+    "model.growth_rate": _PRESET_OR_POSITIVE,
+    "model.kernel_size": _PRESET_OR_POSITIVE,
+    "model.reduction_channels": _OFF_OR_POSITIVE,
     "distribution.devices": _ALL_OR_POSITIVE,
     "distribution.model_shards": _ALL_OR_POSITIVE,
 }
@@ -272,8 +336,21 @@ def _set(tree, dotted, value):
 def resolve_config(config_path=None, overrides=()):
     """The config from a TOML file plus `section.key=value` overrides.
 
+    A config file may start from another: `base = "NAME"` names a built-in
+    config (`CONFIGS`, e.g. "ding_de_en", the main job) or a TOML file
+    (relative to the file), whose settings it then changes. A file that
+    sets another `model.architecture` than its base's starts its `[model]`
+    table afresh.
+
+    The resolved `[model]` table holds what the model is built with: the
+    keys its architecture does not take (`MODEL_KEYS`) are None, as are
+    Pervasive Attention's keys the config leaves to the preset; the
+    preset and `evaluation.length_penalty` default per architecture
+    (`DEFAULT_PRESETS`, `LENGTH_PENALTIES`).
+
     Args:
-        config_path: a TOML file with the sections of `DEFAULTS`, or None.
+        config_path: a TOML file with the sections of `DEFAULTS`, the name
+            of a built-in config, or None.
         overrides: `"section.key=value"` strings, typed like the default.
 
     Returns:
@@ -281,18 +358,11 @@ def resolve_config(config_path=None, overrides=()):
         settings, in this order.
 
     Raises:
-        ConfigError: a missing or invalid file, an unknown key, or a value
-            of the wrong type or out of range (`CHOICES`, `RANGES`).
+        ConfigError: a missing or invalid file, an unknown key, a `[model]`
+            key the architecture does not take, or a value of the wrong
+            type or out of range (`CHOICES`, `RANGES`).
     """
-    raw = {}
-    if config_path is not None:
-        path = Path(config_path)
-        if not path.is_file():
-            raise ConfigError(f"Config file not found: {path}")
-        try:
-            raw = tomllib.loads(path.read_text(encoding="utf-8"))
-        except tomllib.TOMLDecodeError as error:
-            raise ConfigError(f"{path} is not valid TOML: {error}") from None
+    raw = {} if config_path is None else _read_config(config_path)
     for override in overrides:
         key, sep, value = override.partition("=")
         if not sep:
@@ -303,12 +373,15 @@ def resolve_config(config_path=None, overrides=()):
     default = DEFAULTS["recipe"]
     recipe = _coerce("recipe", default, raw.get("recipe", default))
     config = _merge(_merge(DEFAULTS, RECIPES[recipe]), raw)
+    _resolve_model(config, raw.get("model", {}), RECIPES[recipe].get("model"))
+    if "length_penalty" not in raw.get("evaluation", {}):
+        architecture = config["model"]["architecture"]
+        config["evaluation"]["length_penalty"] = LENGTH_PENALTIES[architecture]
     for name, (allowed, rule) in RANGES.items():
         section, key = name.split(".")
-        if not allowed(config[section][key]):
-            raise ConfigError(
-                f"{name} must be {rule}. Received: {config[section][key]}"
-            )
+        value = config[section][key]
+        if value is not None and not allowed(value):
+            raise ConfigError(f"{name} must be {rule}. Received: {value}")
     for key, value in config["data"].items():
         if key.endswith("_file") and value and not Path(value).is_file():
             raise ConfigError(
@@ -316,3 +389,78 @@ def resolve_config(config_path=None, overrides=()):
                 f"{config['data']['corpus']!r}. Received: {value!r}"
             )
     return config
+
+
+# The built-in configs: name -> file.
+CONFIGS = {
+    path.stem: path
+    for path in sorted((Path(__file__).parent / "configs").glob("*.toml"))
+}
+
+
+def _read_config(config_path, seen=()):
+    """The settings of a TOML file or built-in config, its base's first."""
+    path = Path(config_path)
+    if not path.is_file() and str(config_path) in CONFIGS:
+        path = CONFIGS[str(config_path)]
+    if not path.is_file():
+        raise ConfigError(
+            f"Config file not found: {config_path} (nor a built-in config: "
+            f"{sorted(CONFIGS)})"
+        )
+    if path.resolve() in seen:
+        raise ConfigError(f"{path}: its `base` configs form a cycle.")
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path} is not valid TOML: {error}") from None
+    base = raw.pop("base", None)
+    if base is None:
+        return raw
+    if not isinstance(base, str) or not base:
+        raise ConfigError(f"{path}: base must be a config name or file.")
+    relative = path.parent / base
+    settings = _read_config(
+        relative if relative.is_file() else base, (*seen, path.resolve())
+    )
+    model = raw.get("model", {})
+    if model.get("architecture", "rnnsearch") != settings.get("model", {}).get(
+        "architecture", "rnnsearch"
+    ):
+        settings.pop("model", None)
+    return _update(settings, raw)
+
+
+def _update(settings, changes):
+    """`settings` with `changes` written over it, table by table."""
+    merged = dict(settings)
+    for key, value in changes.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            value = _update(merged[key], value)
+        merged[key] = value
+    return merged
+
+
+def _resolve_model(config, explicit, recipe):
+    """Fills `config["model"]` in place for its architecture (see
+    `resolve_config`); `explicit` and `recipe` are the `[model]` settings
+    of the config and of the recipe."""
+    model = config["model"]
+    architecture = model["architecture"]
+    takes = MODEL_KEYS[architecture]
+    for key in explicit:
+        if key not in ("architecture", "preset", *takes):
+            raise ConfigError(
+                f"model.{key} does not apply to architecture "
+                f"{architecture!r}, which takes {list(takes)}; remove it."
+            )
+    if "preset" not in explicit:
+        model["preset"] = DEFAULT_PRESETS[architecture]
+    keep = set(explicit)
+    if architecture != "pervasive_attention":
+        keep |= set(takes)  # the recipe's values, like any default
+    else:
+        keep |= set(recipe or ()) & set(takes)
+    for key in model:
+        if key not in ("architecture", "preset") and key not in keep:
+            model[key] = None

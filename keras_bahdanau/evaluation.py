@@ -21,6 +21,15 @@ from keras_bahdanau.translator import Translator
 from keras_bahdanau.validation import check_int
 
 
+def run_search(evaluation):
+    """The `SearchConfig` of a config's `[evaluation]` table: its beam and
+    length penalty, the rest at their defaults."""
+    return SearchConfig(
+        beam_size=evaluation["beam_size"],
+        length_penalty=evaluation.get("length_penalty", 0.0),
+    )
+
+
 def corpus_scores(hypotheses, references):
     """Corpus BLEU and chrF of detokenized translations, with signatures.
 
@@ -190,7 +199,7 @@ def evaluate_run(run_dir, splits, evaluation):
             translator,
             [source for source, _ in pairs],
             [target for _, target in pairs],
-            SearchConfig(beam_size=evaluation["beam_size"]),
+            run_search(evaluation),
             replace_unknown=replace_unknown,
         )
         keys = ("bleu", "chrf", "bleu_signature", "chrf_signature")

@@ -1,7 +1,10 @@
 import pytest
 
 from keras_bahdanau.config import CHOICES
+from keras_bahdanau.config import DEFAULT_PRESETS
 from keras_bahdanau.config import DEFAULTS
+from keras_bahdanau.config import LENGTH_PENALTIES
+from keras_bahdanau.config import MODEL_KEYS
 from keras_bahdanau.config import RECIPES
 from keras_bahdanau.config import ConfigError
 from keras_bahdanau.config import config_errors
@@ -103,18 +106,20 @@ def test_the_choices_are_the_packages_own():
     paper = RECIPES["paper"]["model"]
     assert {key: paper[key] for key in REGULARIZATION} == REGULARIZATION
     assert set(REGULARIZATION) <= set(DEFAULTS["model"])
+    for architecture, keys in MODEL_KEYS.items():
+        assert set(keys) < set(DEFAULTS["model"]), architecture
+        assert (
+            DEFAULT_PRESETS[architecture] in ARCHITECTURES[architecture].presets
+        )
 
 
-def test_long_example_config_is_the_main_jobs_with_more_training():
-    main = resolve_config("examples/ding_de_en.toml")
+def test_example_configs_start_from_the_built_in_main_job():
+    main = resolve_config("ding_de_en")
+    assert resolve_config("examples/ding_de_en.toml") == main
     long = resolve_config("examples/ding_de_en_long.toml")
     for section in ("data", "tokenizer", "evaluation"):
         assert long[section] == main[section], section
-    # Word dropout stays in the hour-long run as measured; the main job's
-    # 15 minutes learn faster without it (docs/small_data.md).
     assert long["model"] == {**main["model"], "word_dropout": 0.1}
-    assert long["training"]["epochs"] == 40
-    assert long["training"]["average_last"] == 5
     differ = {
         k
         for k in main["training"]
@@ -127,3 +132,82 @@ def test_long_example_config_is_the_main_jobs_with_more_training():
         "average_last",
         "batch_size",
     }
+
+
+def test_a_base_config_is_changed_key_by_key(tmp_path):
+    base = tmp_path / "base.toml"
+    base.write_text(
+        'run_dir = "a"\n[training]\nepochs = 3\nbatch_size = 8\n'
+        "[model]\nword_dropout = 0.3\n"
+    )
+    child = tmp_path / "child.toml"
+    child.write_text('base = "base.toml"\n[training]\nepochs = 5\n')
+    config = resolve_config(child, ["training.seed=7"])
+    assert config["run_dir"] == "a"
+    assert config["training"]["epochs"] == 5
+    assert config["training"]["batch_size"] == 8
+    assert config["training"]["seed"] == 7
+    assert config["model"]["word_dropout"] == 0.3
+    # Another architecture starts its [model] table afresh: the base's
+    # RNN keys would not apply to it.
+    other = tmp_path / "other.toml"
+    other.write_text(
+        'base = "base.toml"\n[model]\narchitecture = "pervasive_attention"\n'
+    )
+    assert resolve_config(other)["model"]["word_dropout"] is None
+    loop = tmp_path / "loop.toml"
+    loop.write_text('base = "loop.toml"\n')
+    with pytest.raises(ConfigError, match="form a cycle"):
+        resolve_config(loop)
+    missing = tmp_path / "missing.toml"
+    missing.write_text('base = "nowhere"\n')
+    with pytest.raises(ConfigError, match="nor a built-in config"):
+        resolve_config(missing)
+
+
+def test_model_keys_per_architecture():
+    pervasive = resolve_config(
+        None, ["model.architecture=pervasive_attention", "model.dropout=0.3"]
+    )["model"]
+    assert pervasive["preset"] == DEFAULT_PRESETS["pervasive_attention"]
+    assert pervasive["dropout"] == 0.3
+    # Left to the preset, or not taken by the architecture: None.
+    assert pervasive["tie_embeddings"] is None
+    assert pervasive["hidden_dim"] is None
+    rnn = resolve_config(None, ["model.architecture=rnnencdec"])["model"]
+    assert rnn["preset"] == DEFAULT_PRESETS["rnnencdec"]
+    assert rnn["dropout"] == DEFAULTS["model"]["dropout"]
+    assert rnn["num_layers"] is None
+    # The paper recipe's regularisation applies to the keys it takes.
+    paper = resolve_config(
+        None, ["recipe=paper", "model.architecture=pervasive_attention"]
+    )["model"]
+    assert paper["dropout"] == 0.0 and paper["tie_embeddings"] is False
+    assert paper["initialization"] is None
+    for architecture, key in (
+        ("pervasive_attention", "word_dropout"),
+        ("pervasive_attention", "maxout_dim"),
+        ("rnnsearch", "growth_rate"),
+    ):
+        with pytest.raises(ConfigError, match=f"model.{key} does not apply"):
+            resolve_config(
+                None, [f"model.architecture={architecture}", f"model.{key}=1"]
+            )
+
+
+def test_length_penalty_defaults_per_architecture():
+    for architecture, alpha in LENGTH_PENALTIES.items():
+        config = resolve_config(None, [f"model.architecture={architecture}"])
+        assert config["evaluation"]["length_penalty"] == alpha
+    config = resolve_config(
+        None,
+        [
+            "model.architecture=pervasive_attention",
+            "evaluation.length_penalty=0.25",
+        ],
+    )
+    assert config["evaluation"]["length_penalty"] == 0.25
+    with pytest.raises(ConfigError, match="length_penalty must be"):
+        resolve_config(None, ["evaluation.length_penalty=-1"])
+    with pytest.raises(ConfigError, match="bucket_width must be positive"):
+        resolve_config(None, ["data.bucket_width=0"])

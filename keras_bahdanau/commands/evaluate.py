@@ -73,7 +73,7 @@ def run(args):
             translator_from_args(args, run_dir),
             [source for source, _ in pairs],
             [target for _, target in pairs],
-            search_config(args),
+            search_config(args, run_dir),
             bucket_width=args.bucket_width,
             batch_size=args.batch_size,
         )

@@ -59,7 +59,7 @@ def run(args):
         version=args.version,
         checkpoint=args.checkpoint,
         overwrite=args.overwrite,
-        search=search_config(args),
+        search=search_config(args, args.run_dir),
         max_source_tokens=args.max_source_tokens,
         max_batch=args.max_batch,
         max_beam_size=args.max_beam_size,

@@ -23,6 +23,9 @@ def add_decoding_arguments(parser):
         ),
     ):
         default = getattr(defaults, flag[2:].replace("-", "_"))
+        if flag == "--length-penalty":
+            default = None
+            help_text += " (default: the run's evaluation.length_penalty)"
         parser.add_argument(flag, type=kind, default=default, help=help_text)
 
 
@@ -46,12 +49,20 @@ def add_search_arguments(parser):
     )
 
 
-def search_config(args, n_best=1):
-    """The `SearchConfig` of the `add_decoding_arguments` flags."""
+def search_config(args, run_dir, n_best=1):
+    """The `SearchConfig` of the `add_decoding_arguments` flags for a run.
+
+    Without `--length-penalty`, the run's `evaluation.length_penalty` (0
+    for a run whose config has none).
+    """
+    length_penalty = args.length_penalty
+    if length_penalty is None:
+        evaluation = run_directory.read_config(run_dir).get("evaluation", {})
+        length_penalty = evaluation.get("length_penalty", 0.0)
     return SearchConfig(
         beam_size=args.beam_size,
         n_best=n_best,
-        length_penalty=args.length_penalty,
+        length_penalty=length_penalty,
         coverage_penalty=args.coverage_penalty,
         max_length=args.max_length,
     )

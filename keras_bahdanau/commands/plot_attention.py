@@ -34,12 +34,12 @@ def add_arguments(parser):
 
 
 def run(args):
-    search = search_config(args)
     sentences = list(args.sentence)
     if args.input:
         sentences += read_lines(args.input, args.errors)
     if not sentences:
         raise ValueError("Nothing to plot: pass --sentence or --input.")
+    search = search_config(args, args.run_dir)
     translations = translator_from_args(args).translate(
         sentences, search, return_attention=True, batch_size=args.batch_size
     )

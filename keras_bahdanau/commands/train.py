@@ -17,6 +17,7 @@ import sys
 import warnings
 from pathlib import Path
 
+from keras_bahdanau import records
 from keras_bahdanau.commands import start_tensorflow
 from keras_bahdanau.config import DEFAULTS
 from keras_bahdanau.config import FLAGS
@@ -149,6 +150,7 @@ def train(config, callbacks=()):
                 # Fixed batch shapes: XLA compiles once per length bucket.
                 # The pairs left over differ each epoch (reshuffled).
                 drop_remainder=split == "train",
+                bucket_width=config["data"]["bucket_width"],
             )
         print(f"[{split}] {report}")
 
@@ -341,7 +343,7 @@ def _dev_translation(config, model, tokenizers, splits):
 
     `translate()` uses `model`'s current weights and the run's beam.
     """
-    from keras_bahdanau.decoding import SearchConfig
+    from keras_bahdanau.evaluation import run_search
     from keras_bahdanau.translator import Translator
 
     evaluation = config["evaluation"]
@@ -351,7 +353,7 @@ def _dev_translation(config, model, tokenizers, splits):
     def translate():
         translations = translator.translate(
             [source for source, _ in pairs],
-            SearchConfig(beam_size=evaluation["beam_size"]),
+            run_search(evaluation),
             batch_size=64,
         )
         return [translation.text for translation in translations]
@@ -427,9 +429,11 @@ def add_arguments(parser):
         metavar="SECTION.KEY=VALUE",
         help="override any config key; repeatable",
     )
+    records.add_record_argument(parser)
 
 
 def run(args):
+    started = records.start()
     overrides = [
         f"{key}={getattr(args, key)}"
         for key in FLAGS.values()
@@ -443,7 +447,11 @@ def run(args):
     from keras_bahdanau.callbacks import CheckpointError
 
     try:
-        train(config)
+        run_dir = train(config)
     except (ConfigError, CheckpointError, FloatingPointError) as error:
         raise SystemExit(f"keras-bahdanau train: {error}") from None
+    if args.record:
+        records.write_record(
+            args.record, "train", records.run_figures(run_dir), started, config
+        )
     return 0

@@ -39,12 +39,12 @@ def add_arguments(parser):
 
 
 def run(args):
-    search = search_config(args, n_best=args.n_best)
     # All input first: bad input fails at once, before the model loads.
     sentences = read_lines(args.input, args.errors)
     dictionary = None
     if args.dictionary:
         dictionary = _read_dictionary(args.dictionary, args.errors)
+    search = search_config(args, args.run_dir, n_best=args.n_best)
     translator = translator_from_args(args)
     output = (
         open(args.output, "w", encoding="utf-8") if args.output else sys.stdout

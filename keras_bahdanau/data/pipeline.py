@@ -32,6 +32,12 @@ class DatasetReport:
         source_unknown_rate: fraction of `[UNK]` among the source tokens
             of the examples.
         target_unknown_rate: the same for the target tokens.
+        source_padding: fraction of the batches' source positions that
+            are padding.
+        target_padding: the same for the decoder inputs (and labels).
+        grid_padding: fraction of the `(target, source)` position pairs
+            that hold padding on either side: the padded cells of
+            Pervasive Attention's grid.
     """
 
     num_pairs: int
@@ -42,6 +48,9 @@ class DatasetReport:
     max_length: int
     source_unknown_rate: float
     target_unknown_rate: float
+    source_padding: float = 0.0
+    target_padding: float = 0.0
+    grid_padding: float = 0.0
 
     def __str__(self):
         return (
@@ -50,7 +59,10 @@ class DatasetReport:
             f"{self.num_too_long} longer than max_length={self.max_length} "
             f"tokens and {self.num_empty} empty left out; [UNK] rate "
             f"{self.source_unknown_rate:.2%} (source), "
-            f"{self.target_unknown_rate:.2%} (target)."
+            f"{self.target_unknown_rate:.2%} (target); padding "
+            f"{self.source_padding:.0%} of the source and "
+            f"{self.target_padding:.0%} of the target positions, "
+            f"{self.grid_padding:.0%} of the grid."
         )
 
 
@@ -152,6 +164,10 @@ def make_dataset(
             f"drop_remainder=True leaves no batch: no bucket has "
             f"batch_size={batch_size} pairs. Use a smaller `batch_size`."
         )
+    # Every pair is padded to its bucket's width on both sides.
+    padded = np.asarray(widths)[np.searchsorted(widths, lengths)]
+    source_kept = source_lengths[kept]
+    target_kept = target_lengths[kept] + 1
     report = DatasetReport(
         num_pairs=len(pairs),
         num_examples=len(kept),
@@ -161,6 +177,11 @@ def make_dataset(
         max_length=int(limit),
         source_unknown_rate=_unknown_rate(sources),
         target_unknown_rate=_unknown_rate(targets),
+        source_padding=float(1 - source_kept.sum() / padded.sum()),
+        target_padding=float(1 - target_kept.sum() / padded.sum()),
+        grid_padding=float(
+            1 - (source_kept * target_kept).sum() / (padded**2).sum()
+        ),
     )
     if report.num_too_long or report.num_empty:
         warnings.warn(f"make_dataset: {report}", stacklevel=2)

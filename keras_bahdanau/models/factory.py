@@ -1,9 +1,9 @@
 """Builds a model from the `[model]` section of a train config."""
 
+from keras_bahdanau.config import MODEL_KEYS
 from keras_bahdanau.models.pervasive_attention import PervasiveAttention
 from keras_bahdanau.models.rnn_enc_dec import RNNEncDec
 from keras_bahdanau.models.rnn_search import RNNSearch
-from keras_bahdanau.models.translation_model import REGULARIZATION
 from keras_bahdanau.validation import check_choice
 
 ARCHITECTURES = {
@@ -13,16 +13,28 @@ ARCHITECTURES = {
 }
 
 
+# Size keys: 0 keeps the preset's value.
+_SIZES = (
+    "embedding_dim",
+    "hidden_dim",
+    "maxout_dim",
+    "num_layers",
+    "growth_rate",
+    "kernel_size",
+)
+
+
 def build_model(model_config, source_vocabulary_size, target_vocabulary_size):
-    """The model a train config's `[model]` section describes.
+    """The model a resolved train config's `[model]` section describes.
 
     Args:
-        model_config: dict with the keys `architecture` (a key of
-            `ARCHITECTURES`), `preset` (a preset name, or "" for the
-            constructor defaults), `embedding_dim`, `hidden_dim` and
-            `maxout_dim` (0 keeps the preset's value), the keys of
-            `REGULARIZATION` and `initialization` (the RNN models take them
-            all; `PervasiveAttention` takes `dropout` only).
+        model_config: the `[model]` dict of `config.resolve_config`: the
+            `architecture` (a key of `ARCHITECTURES`), the `preset` (a
+            preset name, or "" for the constructor's defaults) and the
+            constructor arguments of `config.MODEL_KEYS[architecture]`;
+            None leaves an argument to the preset, and so does 0 for the
+            sizes. `embedding_dim` is both embedding sizes of Pervasive
+            Attention.
         source_vocabulary_size: int, the source vocabulary's size.
         target_vocabulary_size: int, the target vocabulary's size.
 
@@ -30,50 +42,49 @@ def build_model(model_config, source_vocabulary_size, target_vocabulary_size):
         A `TranslationModel`.
 
     Raises:
-        ValueError: for `pervasive_attention` with `hidden_dim` or
-            `maxout_dim`, an unknown architecture or preset, or a value the
-            model refuses (its own message); `TypeError` for an argument
-            the model does not take.
+        ValueError: an unknown architecture or preset, a key the
+            architecture does not take set to a value, or a value the
+            model refuses (its own message).
 
     Example:
 
-    >>> model = build_model(
-    ...     {"architecture": "rnnsearch", "preset": "rnnsearch_tiny",
-    ...      "embedding_dim": 0, "hidden_dim": 64, "maxout_dim": 0,
-    ...      **REGULARIZATION, "initialization": "glorot"}, 100, 120)
+    >>> from keras_bahdanau.config import resolve_config
+    >>> config = resolve_config(None, ["model.hidden_dim=64"])
+    >>> model = build_model(config["model"], 100, 120)
     >>> model.hidden_dim, model.embedding_dim
     (64, 128)
     """
     architecture = model_config["architecture"]
     check_choice("architecture", architecture, ARCHITECTURES)
-    sizes = {
-        key: model_config[key]
-        for key in ("embedding_dim", "hidden_dim", "maxout_dim")
-        if model_config[key]
+    arguments = {
+        key: value
+        for key, value in model_config.items()
+        if key not in ("architecture", "preset")
+        and value is not None
+        and not (key in _SIZES and value == 0)
     }
-    kwargs = dict(
+    takes = MODEL_KEYS[architecture]
+    for key in arguments:
+        if key not in takes:
+            raise ValueError(
+                f"model.{key} does not apply to architecture "
+                f"{architecture!r}, which takes {list(takes)}. Received: "
+                f"{key}={arguments[key]!r}"
+            )
+    if architecture == "pervasive_attention":
+        if "embedding_dim" in arguments:
+            size = arguments.pop("embedding_dim")
+            arguments.update(
+                source_embedding_dim=size, target_embedding_dim=size
+            )
+        channels = arguments.pop("reduction_channels", 0)
+        if channels:  # 0: no reduction
+            arguments["input_channels"] = channels
+    cls = ARCHITECTURES[architecture]
+    sizes = dict(
         source_vocabulary_size=source_vocabulary_size,
         target_vocabulary_size=target_vocabulary_size,
     )
-    if architecture == "pervasive_attention":
-        if set(sizes) - {"embedding_dim"}:
-            raise ValueError(
-                "pervasive_attention has no hidden_dim or maxout_dim; set "
-                "model.preset (or model.embedding_dim) instead."
-            )
-        if "embedding_dim" in sizes:
-            kwargs.update(
-                source_embedding_dim=sizes["embedding_dim"],
-                target_embedding_dim=sizes["embedding_dim"],
-            )
-        kwargs["dropout"] = model_config["dropout"]
-    else:
-        kwargs.update(
-            sizes,
-            **{key: model_config[key] for key in REGULARIZATION},
-            initialization=model_config["initialization"],
-        )
-    cls = ARCHITECTURES[architecture]
     if model_config["preset"]:
-        return cls.from_preset(model_config["preset"], **kwargs)
-    return cls(**kwargs)
+        return cls.from_preset(model_config["preset"], **sizes, **arguments)
+    return cls(**sizes, **arguments)

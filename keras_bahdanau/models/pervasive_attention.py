@@ -10,6 +10,7 @@ import types
 import keras
 from keras import ops
 
+from keras_bahdanau.layers.reversible_embedding import ReversibleEmbedding
 from keras_bahdanau.models.pervasive_attention_presets import (
     PERVASIVE_ATTENTION_PRESETS,
 )
@@ -40,23 +41,29 @@ class PervasiveAttention(TranslationModel):
 
     1. Grid: `(batch, Ty, Tx, ds + dt)`, target-major as in the authors'
        code, so that pooling over the source (axis 2) leaves
-       `(batch, Ty, channels)`.
+       `(batch, Ty, channels)`. With `input_channels=N`, a 1x1
+       convolution with a bias maps the `ds + dt` channels to `N` (the
+       2018 code's `half_inputs`, `N = (ds + dt) / 2`), computed as
+       `K_s^T x_i + K_t^T y_j + b` without the concatenated grid.
     2. DenseNet: layer `l` of `num_layers` maps its `f_0 + l g` channels
-       (`f_0 = ds + dt`, `g = growth_rate`) through `BN -> act -> 1x1 conv
-       (bottleneck_factor * g) -> BN -> act -> k x k conv (g) -> dropout`
-       and appends the `g` new channels to its input. As in the authors'
-       `MaskedConvolution`, the `k x k` kernel is masked so that target
-       position `j` sees target positions `<= j` and all source positions;
-       only its causal `(k // 2 + 1) x k` rows are stored (`kernel_size=5`
-       is the "5 x 3" kernel of the slides). A final `BN -> act` follows
-       the last layer (the authors' code).
+       (`f_0 = ds + dt`, or `N`; `g = growth_rate`) through `BN -> act ->
+       1x1 conv (bottleneck_factor * g) -> BN -> act -> k x k conv (g) ->
+       dropout` and appends the `g` new channels to its input. As in the
+       authors' `MaskedConvolution`, the `k x k` kernel is masked so that
+       target position `j` sees target positions `<= j` and all source
+       positions; only its causal `(k // 2 + 1) x k` rows are stored
+       (`kernel_size=5` is the "5 x 3" kernel of the slides). A final
+       `BN -> act` follows the last layer (the authors' code).
     3. Pooling over the real source positions: `"max"`; `"average"`, the
        sum divided by `sqrt(|s|)`; `"attention"`, `sqrt(|s|) sum_i rho_ji
        H_ji` with `rho_j = softmax_i(w^T H_ji)`; or max or average
        concatenated with attention (`"max+attention"`,
        `"average+attention"`).
-    4. Dropout and a linear layer to the target vocabulary (float32
-       logits).
+    4. Prediction (float32 logits): dropout and a linear layer to the
+       target vocabulary; or, with `tie_embeddings=True`, as both versions
+       of the authors' code tie it: a linear layer with a bias to `dt`
+       channels `h`, dropout, then `h E^T + b` with the target embedding
+       `E` (`V x dt`, one variable) and a vocabulary bias `b`.
 
     Padding: ids equal to 0. Padded source cells are zeroed before and
     after every `k x k` convolution (the only layer that mixes positions)
@@ -80,7 +87,10 @@ class PervasiveAttention(TranslationModel):
     conv` acts on each input channel alone before the sum, so the share of
     the embedding channels `[x_i; y_j]` is a per-source-position term
     (computed once by `encode`) plus a per-token term: a step runs the
-    products only over the features the layers added.
+    products only over the features the layers added. After an
+    `input_channels` reduction every channel mixes both embeddings, so a
+    step runs whole rows through the layers (as with GLU); the reduction
+    itself is still a per-source term plus a per-token one.
 
     Args:
         source_vocabulary_size: int, source vocabulary size (ids 0-3 are
@@ -98,7 +108,14 @@ class PervasiveAttention(TranslationModel):
         pooling: one of `"max"`, `"average"`, `"attention"`,
             `"max+attention"`, `"average+attention"`.
         dropout: float in `[0, 1)`, applied to the embeddings, to the new
-            features of every layer and before the output projection.
+            features of every layer and before the output projection (tied:
+            after the projection to `dt`).
+        input_channels: None (the DenseNet reads the `ds + dt` embedding
+            channels), or an int `N`: the grid's channels after a 1x1
+            convolution (with a bias), before the DenseNet.
+        tie_embeddings: bool, whether the target embedding is also the
+            output layer (step 4): `C' (V - dt) - dt` fewer parameters,
+            `C'` the pooled size.
         dtype: optional dtype policy for the layers; the logits are
             float32 whatever it is.
         **kwargs: `keras.Model` keyword arguments (`name`, `trainable`).
@@ -132,7 +149,12 @@ class PervasiveAttention(TranslationModel):
         Convolutional Neural Networks for Sequence-to-Sequence
         Prediction", CoNLL 2018: Sec. 3 (input grid, masked DenseNet,
         pooling, prediction) and the implicit-alignment visualisation of
-        the experiments (Sec. 4); code: github.com/elbayadm/attn2d.
+        the experiments (Sec. 4); code: github.com/elbayadm/attn2d (2018:
+        `nmt/models/pervasive.py`, the `Aggregator`'s `lin` then
+        `prediction` with the weight of `trg_embedding` when
+        `tie_target_weights`, and `DenseNet`'s `half_inputs`; 2021:
+        `examples/pervasive/models/pervasive_attention.py`, `projection`
+        then `prediction` sharing `embed_tokens.weight`).
     """
 
     presets = PERVASIVE_ATTENTION_PRESETS
@@ -150,6 +172,8 @@ class PervasiveAttention(TranslationModel):
         activation="relu",
         pooling="max",
         dropout=0.2,
+        input_channels=None,
+        tie_embeddings=False,
         dtype=None,
         **kwargs,
     ):
@@ -169,13 +193,20 @@ class PervasiveAttention(TranslationModel):
         check_choice("activation", activation, ACTIVATIONS)
         check_choice("pooling", pooling, POOLINGS)
         check_rate("dropout", dropout)
-        input_channels = source_embedding_dim + target_embedding_dim
-        if activation == "glu" and (input_channels % 2 or growth_rate % 2):
+        check_int("input_channels", input_channels, allow_none=True)
+        if not isinstance(tie_embeddings, bool):
+            raise ValueError(
+                "`tie_embeddings` must be True or False. Received: "
+                f"tie_embeddings={tie_embeddings!r}"
+            )
+        channels = input_channels or source_embedding_dim + target_embedding_dim
+        if activation == "glu" and (channels % 2 or growth_rate % 2):
             # A GLU halves the channels, so every activation input
             # (f_0 + l g channels, and the bottleneck) must be even.
             raise ValueError(
-                "`activation='glu'` needs an even source_embedding_dim + "
-                "target_embedding_dim and an even growth_rate. Received: "
+                "`activation='glu'` needs an even input_channels (default "
+                "source_embedding_dim + target_embedding_dim) and an even "
+                f"growth_rate. Received: input_channels={input_channels}, "
                 f"source_embedding_dim={source_embedding_dim}, "
                 f"target_embedding_dim={target_embedding_dim}, "
                 f"growth_rate={growth_rate}"
@@ -192,7 +223,11 @@ class PervasiveAttention(TranslationModel):
             dtype=dtype,
             name="source_embedding",
         )
-        layers.target_embedding = keras.layers.Embedding(
+        # Tied, `E` is also the output layer: one variable.
+        target_embedding = (
+            ReversibleEmbedding if tie_embeddings else keras.layers.Embedding
+        )
+        layers.target_embedding = target_embedding(
             target_vocabulary_size,
             target_embedding_dim,
             dtype=dtype,
@@ -201,7 +236,7 @@ class PervasiveAttention(TranslationModel):
         layers.embedding_dropout = keras.layers.Dropout(
             dropout, dtype=dtype, name="embedding_dropout"
         )
-        layers.grid = _Grid(dtype=dtype, name="grid")
+        layers.grid = _Grid(input_channels, dtype=dtype, name="grid")
         layers.dense_layers = [
             PervasiveDenseLayer(
                 growth_rate=growth_rate,
@@ -221,9 +256,21 @@ class PervasiveAttention(TranslationModel):
         layers.prediction_dropout = keras.layers.Dropout(
             dropout, dtype=dtype, name="prediction_dropout"
         )
-        layers.output_projection = keras.layers.Dense(
-            target_vocabulary_size, dtype="float32", name="output_projection"
-        )
+        # Float32, like the logits. Tied: pooled -> dt, and `E^T`.
+        layers.prediction_projection = None
+        layers.output_projection = None
+        if tie_embeddings:
+            layers.prediction_projection = keras.layers.Dense(
+                target_embedding_dim,
+                dtype="float32",
+                name="prediction_projection",
+            )
+        else:
+            layers.output_projection = keras.layers.Dense(
+                target_vocabulary_size,
+                dtype="float32",
+                name="output_projection",
+            )
 
         # === Functional Model ===
         inputs = self._inputs()
@@ -247,6 +294,8 @@ class PervasiveAttention(TranslationModel):
         self.activation = activation
         self.pooling_mode = pooling
         self.dropout = dropout
+        self.input_channels = input_channels
+        self.tie_embeddings = tie_embeddings
 
     @staticmethod
     def _features(layers, source_ids, target_ids, training=None):
@@ -257,7 +306,7 @@ class PervasiveAttention(TranslationModel):
         source = layers.embedding_dropout(source, training=training)
         target = layers.target_embedding(target_ids)  # (batch, Ty, dt)
         target = layers.embedding_dropout(target, training=training)
-        grid = layers.grid(source, target)  # (batch, Ty, Tx, ds + dt)
+        grid = layers.grid(source, target)  # (batch, Ty, Tx, f_0)
         for layer in layers.dense_layers:
             # (batch, Ty, Tx, f_l) -> (batch, Ty, Tx, f_l + g)
             grid = layer(grid, source_mask, target_mask, training=training)
@@ -270,8 +319,13 @@ class PervasiveAttention(TranslationModel):
     def _logits(layers, features, source_mask, training=None):
         """Pooling and the output projection: float32 logits."""
         pooled = layers.pooling(features, source_mask)  # (batch, Ty, C)
-        pooled = layers.prediction_dropout(pooled, training=training)
-        return layers.output_projection(pooled)  # (batch, Ty, V)
+        if layers.output_projection is not None:
+            pooled = layers.prediction_dropout(pooled, training=training)
+            return layers.output_projection(pooled)  # (batch, Ty, V)
+        # Tied, as the authors: project, dropout, then h E^T + b.
+        hidden = layers.prediction_projection(pooled)  # (batch, Ty, dt)
+        hidden = layers.prediction_dropout(hidden, training=training)
+        return layers.target_embedding(hidden, reverse=True)  # (.., V)
 
     def alignment(self, inputs):
         """The paper's alignment view: which source positions the max keeps.
@@ -303,12 +357,14 @@ class PervasiveAttention(TranslationModel):
 
         Returns:
             Dict of batch-major tensors: `"source_mask"` bool `(batch, Tx)`,
-            `"source_embedding"` `(batch, Tx, ds)` and, when `kernel_size >
-            1`, for every DenseNet layer `l` `"dense_layer_{l}_rows"`
-            `(batch, k // 2, Tx, c)` (see `PervasiveDenseLayer.step`), zeros
-            before the first step, and with ReLU `"dense_layer_{l}_source"`
-            `(batch, Tx, c)`, the source embedding's share of its 1x1
-            convolution (`PervasiveDenseLayer.bottleneck_term`).
+            `"source_embedding"` `(batch, Tx, ds)` (with `input_channels`,
+            `"source_term"` `(batch, Tx, N)`, its share of the reduction)
+            and, when `kernel_size > 1`, for every DenseNet layer `l`
+            `"dense_layer_{l}_rows"` `(batch, k // 2, Tx, c)` (see
+            `PervasiveDenseLayer.step`), zeros before the first step, and
+            with ReLU and no reduction `"dense_layer_{l}_source"` `(batch,
+            Tx, c)`, the source embedding's share of its 1x1 convolution
+            (`PervasiveDenseLayer.bottleneck_term`).
         """
         if max_length is None or isinstance(max_length, bool):
             raise ValueError(
@@ -322,24 +378,32 @@ class PervasiveAttention(TranslationModel):
             )
         source_ids = ops.cast(ops.convert_to_tensor(source_ids), "int32")
         batch_size, source_length = ops.shape(source_ids)
-        cache = {
-            "source_mask": self.padding_mask(source_ids),  # (batch, Tx)
-            # Embedding dropout is the identity in inference mode.
-            "source_embedding": self.source_embedding(source_ids),
-        }
+        # Embedding dropout is the identity in inference mode.
+        source = self.source_embedding(source_ids)  # (batch, Tx, ds)
+        cache = {"source_mask": self.padding_mask(source_ids)}
+        if self.input_channels is None:
+            cache["source_embedding"] = source
+        else:
+            cache["source_term"] = self.grid.source_term(source)
         for index, layer in enumerate(self.dense_layers):
             if layer.kernel_size > 1:
                 # (batch, k // 2, Tx, c)
                 cache[f"dense_layer_{index}_rows"] = layer.initial_rows(
                     batch_size, source_length
                 )
-            if self.activation == "relu":
+            if self._factored:
                 # The source embedding's share of the 1x1 convolution: the
                 # same for every target row. (batch, Tx, ds) -> (.., c)
                 cache[f"dense_layer_{index}_source"] = layer.bottleneck_term(
-                    cache["source_embedding"], 0
+                    source, 0
                 )
         return cache
+
+    @property
+    def _factored(self):
+        """Whether each 1x1 convolution's share of the embeddings is a
+        per-source term plus a per-token one (ReLU, no reduction)."""
+        return self.activation == "relu" and self.input_channels is None
 
     def decode_step(self, cache, previous_ids, step=None):
         """Predicts the next target position from the cached rows.
@@ -369,15 +433,21 @@ class PervasiveAttention(TranslationModel):
         previous_ids = ops.cast(previous_ids, "int32")[:, None]
         target_mask = self.padding_mask(previous_ids)  # (batch, 1)
         target = self.target_embedding(previous_ids)  # (batch, 1, dt)
-        # (batch, 1, Tx, ds + dt)
-        row = self.grid(cache["source_embedding"], target)
+        if self.input_channels is None:
+            # (batch, 1, Tx, ds + dt)
+            row = self.grid(cache["source_embedding"], target)
+        else:
+            # The reduction is linear: the cached source term plus the
+            # token's. (batch, 1, Tx, N)
+            target_term = self.grid.target_term(target)
+            row = self.grid.combine(cache["source_term"], target_term)
         new_cache = dict(cache)
         # With ReLU, the 1x1 convolutions see the embeddings' channels
         # through the sum of a per-sentence term (cached by `encode`) and
         # a per-token one (no Tx axis), so the grid row carries only the
         # new features (`pervasive_attention_paper`: 40% fewer 1x1 products,
         # 20% fewer in the whole step).
-        factored = self.activation == "relu"
+        factored = self._factored
         start = self.source_embedding_dim + self.target_embedding_dim
         features = None if factored else row
         for index, layer in enumerate(self.dense_layers):
@@ -432,6 +502,8 @@ class PervasiveAttention(TranslationModel):
             "activation": self.activation,
             "pooling": self.pooling_mode,
             "dropout": self.dropout,
+            "input_channels": self.input_channels,
+            "tie_embeddings": self.tie_embeddings,
         }
 
 
@@ -871,22 +943,62 @@ class _MaskedNormActivation(keras.layers.Layer):
 
 @keras.saving.register_keras_serializable(package="keras_bahdanau")
 class _Grid(keras.layers.Layer):
-    """Pairs every target position with every source position."""
+    """Pairs every target position with every source position.
+
+    With `channels`, the pairs `[x_i; y_j]` through a 1x1 convolution with
+    a bias (kernel `K = [K_s; K_t]`), computed as `K_s^T x_i + (K_t^T y_j
+    + b)`: the same map, without the `ds + dt` channel grid.
+    """
+
+    def __init__(self, channels=None, **kwargs):
+        super().__init__(**kwargs)
+        self.channels = channels
+
+    def build(self, source_shape, target_shape):
+        if self.channels is None:
+            return
+        self.kernel = self.add_weight(
+            name="kernel",
+            shape=(source_shape[-1] + target_shape[-1], self.channels),
+            initializer="glorot_uniform",
+        )
+        self.bias = self.add_weight(
+            name="bias", shape=(self.channels,), initializer="zeros"
+        )
 
     def call(self, source, target):
+        if self.channels is not None:
+            return self.combine(
+                self.source_term(source), self.target_term(target)
+            )
         # (batch, Tx, ds) -> (batch, Ty, Tx, ds)
         sources = source[:, None] + ops.zeros_like(target[:, :, None, :1])
         # (batch, Ty, dt) -> (batch, Ty, Tx, dt)
         targets = target[:, :, None] + ops.zeros_like(source[:, None, :, :1])
         return ops.concatenate([sources, targets], axis=-1)
 
+    def source_term(self, source):
+        """`(batch, Tx, ds) -> (batch, Tx, N)`: `K_s^T x_i`."""
+        kernel = self.kernel[: source.shape[-1]]
+        return ops.matmul(source, ops.cast(kernel, source.dtype))
+
+    def target_term(self, target):
+        """`(batch, Ty, dt) -> (batch, Ty, N)`: `K_t^T y_j + b`."""
+        kernel = self.kernel[self.kernel.shape[0] - target.shape[-1] :]
+        term = ops.matmul(target, ops.cast(kernel, target.dtype))
+        return term + ops.cast(self.bias, target.dtype)
+
+    @staticmethod
+    def combine(source_term, target_term):
+        """`(batch, Tx, N), (batch, Ty, N) -> (batch, Ty, Tx, N)`."""
+        return source_term[:, None] + target_term[:, :, None]
+
     def compute_output_shape(self, source_shape, target_shape):
-        return (
-            source_shape[0],
-            target_shape[1],
-            source_shape[1],
-            source_shape[-1] + target_shape[-1],
-        )
+        channels = self.channels or source_shape[-1] + target_shape[-1]
+        return (source_shape[0], target_shape[1], source_shape[1], channels)
+
+    def get_config(self):
+        return {**super().get_config(), "channels": self.channels}
 
 
 @keras.saving.register_keras_serializable(package="keras_bahdanau")

@@ -2,6 +2,7 @@ import argparse
 
 import pytest
 
+from keras_bahdanau import run_directory
 from keras_bahdanau.commands import flags
 from keras_bahdanau.decoding import SearchConfig
 from keras_bahdanau.translator import Translator
@@ -14,20 +15,34 @@ def parse(*arguments):
     return parser.parse_args(["runs/x", *arguments])
 
 
-def test_the_search_flags_default_to_search_config():
+def make_run_config(path, evaluation):
+    path.mkdir()
+    run_directory.write_config(path, {"evaluation": evaluation})
+    return path
+
+
+def test_the_search_flags_default_to_search_config_and_the_run(tmp_path):
     args = parse()
-    assert flags.search_config(args) == SearchConfig()
+    old_run = make_run_config(tmp_path / "old", {"beam_size": 5})
+    assert flags.search_config(args, old_run) == SearchConfig()
     assert (args.checkpoint, args.batch_size, args.errors) == (
         "best",
         32,
         "strict",
     )
+    # The run's chosen length penalty, unless the flag sets one.
+    run = make_run_config(tmp_path / "new", {"length_penalty": 0.4})
+    assert flags.search_config(args, run).length_penalty == 0.4
     args = parse(*"--beam-size 3 --length-penalty 0.6 --max-length 9".split())
-    assert flags.search_config(args, n_best=2) == SearchConfig(
+    assert flags.search_config(args, run, n_best=2) == SearchConfig(
         beam_size=3, n_best=2, length_penalty=0.6, max_length=9
     )
+    args = parse("--length-penalty", "0")
+    assert flags.search_config(args, run).length_penalty == 0.0
     with pytest.raises(ValueError, match="beam_size=0"):
-        flags.search_config(parse("--beam-size", "0"))
+        flags.search_config(parse("--beam-size", "0"), run)
+    with pytest.raises(FileNotFoundError, match="not a run directory"):
+        flags.search_config(parse(), tmp_path / "none")
 
 
 @pytest.mark.parametrize(

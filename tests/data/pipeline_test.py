@@ -65,11 +65,43 @@ def test_batches_hold_bos_inputs_eos_labels_and_padding(data):
         np.testing.assert_array_equal(examples[x][0][1 : len(y) + 1], y)
 
 
+@pytest.mark.parametrize("bucket", [True, False])
+@pytest.mark.parametrize("bucket_width", [2, 5])
+def test_the_report_counts_the_padding_of_the_batches(
+    data, bucket, bucket_width
+):
+    pairs, source_tokenizer, target_tokenizer = data
+    dataset, report = pipeline.make_dataset(
+        pairs,
+        source_tokenizer,
+        target_tokenizer,
+        16,
+        40,
+        seed=1,
+        bucket=bucket,
+        bucket_width=bucket_width,
+    )
+    batches = collect(dataset)
+    sources = np.concatenate([x.ravel() for x, _, _ in batches])
+    inputs = np.concatenate([t.ravel() for _, t, _ in batches])
+    np.testing.assert_allclose(report.source_padding, np.mean(sources == 0))
+    np.testing.assert_allclose(report.target_padding, np.mean(inputs == 0))
+    # Grid cell (j, i) is padding if target j or source i is.
+    cells = [
+        np.logical_or(t[:, :, None] == 0, x[:, None, :] == 0)
+        for x, t, _ in batches
+    ]
+    np.testing.assert_allclose(
+        report.grid_padding, np.mean(np.concatenate([c.ravel() for c in cells]))
+    )
+    assert f"{report.grid_padding:.0%} of the grid" in str(report)
+
+
 def test_bucketing_reduces_padding(data):
     pairs, source_tokenizer, target_tokenizer = data
 
     def padding(bucket):
-        dataset, _ = pipeline.make_dataset(
+        dataset, report = pipeline.make_dataset(
             pairs,
             source_tokenizer,
             target_tokenizer,
@@ -79,17 +111,13 @@ def test_bucketing_reduces_padding(data):
             bucket=bucket,
             bucket_width=5,
         )
-        batches = collect(dataset)
-        shapes = {x.shape[1] for x, _, _ in batches}
-        padded = sum(
-            np.sum(x == PAD_ID) + np.sum(y == PAD_ID) for x, _, y in batches
-        )
-        total = sum(x.size + y.size for x, _, y in batches)
-        return padded / total, shapes
+        shapes = {x.shape[1] for x, _, _ in collect(dataset)}
+        return report, shapes
 
     bucketed, bucket_shapes = padding(True)
     unbucketed, shapes = padding(False)
-    assert bucketed < 0.5 * unbucketed
+    assert bucketed.source_padding < 0.5 * unbucketed.source_padding
+    assert bucketed.grid_padding < 0.5 * unbucketed.grid_padding
     assert shapes == {41}  # Longest sequence: max_length + 1.
     assert bucket_shapes <= {5, 10, 15, 20, 25, 30, 35, 40, 41}
 

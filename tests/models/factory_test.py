@@ -1,5 +1,7 @@
 import pytest
 
+from keras_bahdanau.config import DEFAULTS
+from keras_bahdanau.config import resolve_config
 from keras_bahdanau.models import PervasiveAttention
 from keras_bahdanau.models import RNNEncDec
 from keras_bahdanau.models import RNNSearch
@@ -17,6 +19,8 @@ def model_config(**overrides):
         "maxout_dim": 8,
         **REGULARIZATION,
         "initialization": "paper",
+        **{key: None for key in ("num_layers", "growth_rate", "kernel_size")},
+        "reduction_channels": None,
         **overrides,
     }
 
@@ -68,30 +72,55 @@ def test_a_preset_gives_the_sizes_a_config_leaves_at_zero():
     )
 
 
-def test_pervasive_attention_takes_embedding_dim_and_dropout():
-    config = model_config(
-        architecture="pervasive_attention",
-        preset="pervasive_attention_small",
-        embedding_dim=8,
-        hidden_dim=0,
-        maxout_dim=0,
-        dropout=0.3,
-        # Ignored: pervasive attention has no such arguments.
-        tie_embeddings=True,
-        initialization="glorot",
+def test_pervasive_attention_takes_its_keys_and_the_preset_the_rest():
+    config = resolve_config(
+        None,
+        [
+            "model.architecture=pervasive_attention",
+            "model.preset=pervasive_attention_small",
+            "model.embedding_dim=8",
+            "model.num_layers=2",
+            "model.tie_embeddings=true",
+        ],
     )
-    model = build_model(config, 20, 30)
+    model = build_model(config["model"], 20, 30)
     assert isinstance(model, PervasiveAttention)
     assert model.source_embedding_dim == model.target_embedding_dim == 8
-    assert model.dropout == 0.3
-    assert model.num_layers == 8  # the preset's
+    assert model.num_layers == 2
+    assert model.tie_embeddings is True
+    # Keys the config leaves alone are the preset's, not the RNN defaults
+    # of the config schema (dropout 0.2).
+    preset = PervasiveAttention.presets["pervasive_attention_small"]
+    assert model.dropout == preset["dropout"] != DEFAULTS["model"]["dropout"]
+    assert model.growth_rate == preset["growth_rate"]
     assert model.target_vocabulary_size == 30
+    explicit = resolve_config(
+        None,
+        [
+            "model.architecture=pervasive_attention",
+            "model.preset=pervasive_attention_small",
+            "model.num_layers=1",
+            "model.dropout=0.3",
+        ],
+    )
+    assert build_model(explicit["model"], 20, 30).dropout == 0.3
 
 
-@pytest.mark.parametrize("size", ["hidden_dim", "maxout_dim"])
-def test_pervasive_attention_refuses_rnn_sizes(size):
-    config = model_config(architecture="pervasive_attention", **{size: 4})
-    with pytest.raises(ValueError, match="pervasive_attention has no"):
+@pytest.mark.parametrize(
+    "architecture, key",
+    [
+        ("pervasive_attention", "hidden_dim"),
+        ("pervasive_attention", "word_dropout"),
+        ("pervasive_attention", "initialization"),
+        ("rnnsearch", "num_layers"),
+        ("rnnencdec", "reduction_channels"),
+    ],
+)
+def test_a_key_the_architecture_does_not_take_is_refused(architecture, key):
+    value = "glorot" if key == "initialization" else 4
+    config = {key: None for key in model_config()}
+    config.update(architecture=architecture, preset="", **{key: value})
+    with pytest.raises(ValueError, match=f"model.{key} does not apply"):
         build_model(config, 20, 30)
 
 

@@ -17,6 +17,12 @@ padded source cells are zero at the convolution's input (the per-sentence
 zero padding of Sec. 3, reproduced in a padded batch) and at its output
 (the package's convention, `PervasiveAttention`'s docstring; the paper is
 silent). Float64, plain loops: slow and obvious.
+
+Around the DenseNet, from the authors' code (github.com/elbayadm/attn2d):
+the grid with the 2018 code's optional 1x1 convolution of its channels
+(`half_inputs`), max pooling over the real source positions, and the
+tied prediction (`tie_target_weights`): a linear layer to the target
+embedding's size, then the transposed target embedding and a bias.
 """
 
 import numpy as np
@@ -88,3 +94,57 @@ def dense_layer(x, source_mask, weights, activation_name="relu"):
     h = activation(batch_norm(h, **weights["norm2"]), activation_name)
     new = masked_convolution(h * cells, weights["conv2"]) * cells
     return np.concatenate([x, new], axis=-1)
+
+
+def input_grid(source, target, kernel=None, bias=None):
+    """The grid `[x_i; y_j]`, optionally through a 1x1 convolution.
+
+    Args:
+        source: `(batch, Tx, ds)` source embeddings.
+        target: `(batch, Ty, dt)` target embeddings.
+        kernel: None, or the 1x1 convolution's `(ds + dt, n)` kernel.
+        bias: its `(n,)` bias, with `kernel`.
+
+    Returns:
+        `(batch, Ty, Tx, ds + dt)`, or `(batch, Ty, Tx, n)` with `kernel`.
+    """
+    batch, source_length, _ = source.shape
+    target_length = target.shape[1]
+    grid = np.concatenate(
+        [
+            np.broadcast_to(
+                source[:, None], (batch, target_length, *source.shape[1:])
+            ),
+            np.broadcast_to(
+                target[:, :, None],
+                (batch, target_length, source_length, target.shape[-1]),
+            ),
+        ],
+        axis=-1,
+    ).astype("float64")
+    if kernel is None:
+        return grid
+    return grid @ kernel + bias
+
+
+def max_pooling(features, source_mask):
+    """`(batch, Ty, Tx, C) -> (batch, Ty, C)`: max over real sources."""
+    masked = np.where(source_mask[:, None, :, None], features, -np.inf)
+    return masked.max(axis=2)
+
+
+def tied_logits(pooled, kernel, bias, embeddings, output_bias):
+    """The tied prediction `h E^T + b`, `h = pooled W + b_h` (no dropout).
+
+    Args:
+        pooled: `(..., C)` pooled features.
+        kernel: `W`, `(C, dt)`.
+        bias: `b_h`, `(dt,)`.
+        embeddings: the target embedding `E`, `(V, dt)`.
+        output_bias: `b`, `(V,)`.
+
+    Returns:
+        `(..., V)` logits.
+    """
+    hidden = pooled @ kernel + bias
+    return hidden @ embeddings.T + output_bias

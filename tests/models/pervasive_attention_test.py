@@ -1,4 +1,6 @@
+import json
 import os
+import zipfile
 
 import keras
 import numpy as np
@@ -23,6 +25,10 @@ TARGET_VOCABULARY = 11
 # input shape, so shared shapes keep the suite fast.
 SOURCE_LENGTHS = [5, 2, 4]
 TARGET_LENGTHS = [4, 2, 3]
+# The output tied to the target embedding, after a 1x1 convolution of the
+# grid's 14 embedding channels to 10.
+TIED_REDUCED = dict(tie_embeddings=True, input_channels=10)
+FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 
 
 def tiny_model(**overrides):
@@ -85,8 +91,13 @@ def to_numpy(x):
     return ops.convert_to_numpy(x)
 
 
-def test_output_shape_dtype_and_config_round_trip():
-    model = tiny_model(pooling="max+attention", activation="glu")
+@pytest.mark.parametrize(
+    "config",
+    [dict(pooling="max+attention", activation="glu"), TIED_REDUCED],
+    ids=["glu", "tied_reduced"],
+)
+def test_output_shape_dtype_and_config_round_trip(config):
+    model = tiny_model(**config)
     inputs = random_batch(
         np.random.default_rng(0), SOURCE_LENGTHS, TARGET_LENGTHS
     )
@@ -278,6 +289,8 @@ DECODING_CONFIGS = {
     "relu_k5_4_layers": dict(num_layers=4, kernel_size=5),
     "glu_k3": dict(activation="glu", pooling="average+attention"),
     "k1": dict(num_layers=2, kernel_size=1, pooling="attention"),
+    # ReLU through the whole-row path: the reduction mixes the channels.
+    "relu_tied_reduced": dict(pooling="max+attention", **TIED_REDUCED),
 }
 
 
@@ -340,9 +353,11 @@ def assert_same_search_results(result, expected):
         )
 
 
-def test_searches_match_full_recompute():
-    # The deepest config; the step-level test above covers the others.
-    model = tiny_model(**DECODING_CONFIGS["relu_k5_4_layers"])
+@pytest.mark.parametrize("config", ["relu_k5_4_layers", "relu_tied_reduced"])
+def test_searches_match_full_recompute(config):
+    # The deepest config, and the tied output after a reduction; the
+    # step-level test above covers the others.
+    model = tiny_model(**DECODING_CONFIGS[config])
     randomize(model, seed=13)
     full = full_recompute_copy(model)
     source_ids = random_batch(
@@ -726,8 +741,9 @@ def test_learns_to_reverse():
     assert decoded_accuracy >= 0.9, decoded_accuracy
 
 
-def test_saving_round_trip(tmp_path):
-    model = tiny_model(pooling="max+attention")
+@pytest.mark.parametrize("config", [{}, TIED_REDUCED], ids=["untied", "tied"])
+def test_saving_round_trip(tmp_path, config):
+    model = tiny_model(pooling="max+attention", **config)
     randomize(model)
     inputs = random_batch(
         np.random.default_rng(10), SOURCE_LENGTHS, TARGET_LENGTHS
@@ -774,6 +790,8 @@ def test_from_preset():
         ("activation", "tanh"),
         ("pooling", "min"),
         ("dropout", 1.0),
+        ("input_channels", 0),
+        ("tie_embeddings", 1),
     ],
 )
 def test_bad_arguments(argument, value):
@@ -784,6 +802,8 @@ def test_bad_arguments(argument, value):
 def test_glu_needs_even_channels():
     with pytest.raises(ValueError, match="growth_rate=3"):
         tiny_model(activation="glu", growth_rate=3)
+    with pytest.raises(ValueError, match="input_channels=7"):
+        tiny_model(activation="glu", input_channels=7)
 
 
 def test_encode_needs_max_length():
@@ -799,3 +819,141 @@ def test_a_mixed_precision_model_keeps_its_policy_through_a_save(tmp_path):
     loaded = keras.saving.load_model(tmp_path / "model.keras", compile=False)
     assert loaded.grid.dtype_policy.name == "mixed_bfloat16"
     assert loaded.get_config() == model.get_config()
+
+
+def numpy_tied_logits(model, inputs, rng):
+    """A tied, max-pooled ReLU model's logits, all in NumPy (float64)."""
+    source_ids, target_ids = inputs["source_ids"], inputs["target_ids"]
+    source_mask = source_ids != 0
+    embeddings = to_numpy(model.target_embedding.embeddings)  # (V, dt)
+    reduction = {}
+    if model.input_channels is not None:
+        reduction = dict(
+            kernel=to_numpy(model.grid.kernel), bias=to_numpy(model.grid.bias)
+        )
+    grid = reference.input_grid(
+        to_numpy(model.source_embedding.embeddings)[source_ids],
+        embeddings[target_ids],
+        **reduction,
+    )
+    for layer in model.dense_layers:
+        weights = reference_weights(layer, rng)
+        grid = reference.dense_layer(grid, source_mask, weights)
+    norm = batch_norm_weights(model.output_norm)
+    features = reference.activation(reference.batch_norm(grid, **norm), "relu")
+    projection = model.prediction_projection
+    return reference.tied_logits(
+        reference.max_pooling(features, source_mask),
+        to_numpy(projection.kernel),
+        to_numpy(projection.bias),
+        embeddings,
+        to_numpy(model.target_embedding.reverse_bias),
+    )
+
+
+@pytest.mark.parametrize("input_channels", [None, 10])
+def test_tied_output_is_the_target_embedding(input_channels):
+    model = tiny_model(tie_embeddings=True, input_channels=input_channels)
+    # Fresh initializers: the two embeddings do not start equal.
+    target_embedding = model.target_embedding.embeddings
+    source_part = to_numpy(model.source_embedding.embeddings)[:11, :6]
+    assert np.abs(source_part - to_numpy(target_embedding)).max() > 1e-3
+    randomize(model, seed=19)
+    # One V x dt matrix, E, and no kernel onto the vocabulary: the only
+    # weight of size V on its last axis is the bias b.
+    matrices = [
+        weight
+        for weight in model.weights
+        if tuple(weight.shape) == (TARGET_VOCABULARY, 6)
+    ]
+    assert len(matrices) == 1 and matrices[0] is target_embedding
+    last_axes = [weight.shape[-1] for weight in model.weights]
+    assert last_axes.count(TARGET_VOCABULARY) == 1
+    assert model.target_embedding.reverse_bias.shape == (TARGET_VOCABULARY,)
+    assert model.output_projection is None
+    rng = np.random.default_rng(19)
+    inputs = random_batch(rng, SOURCE_LENGTHS, TARGET_LENGTHS)
+    logits = to_numpy(model(inputs))
+    expected = numpy_tied_logits(model, inputs, rng)
+    scale = np.abs(expected).max()
+    np.testing.assert_allclose(logits, expected, atol=1e-5 * scale)
+    # The output layer reads that variable: change E, and the logits
+    # follow the NumPy formula with the new E.
+    noise = rng.normal(0.0, 0.5, target_embedding.shape)
+    target_embedding.assign(to_numpy(target_embedding) + noise)
+    changed = to_numpy(model(inputs))
+    assert np.abs(changed - logits).max() > 1e-2 * scale
+    expected = numpy_tied_logits(model, inputs, rng)
+    np.testing.assert_allclose(changed, expected, atol=1e-5 * scale)
+
+
+def test_parameter_counts_from_first_principles():
+    preset = PervasiveAttention.presets["pervasive_attention_small"]
+    assert preset["pooling"] == "max"  # no attention-score weights
+    vs = preset["source_vocabulary_size"]
+    vt = preset["target_vocabulary_size"]
+    ds, dt = preset["source_embedding_dim"], preset["target_embedding_dim"]
+    g, k = preset["growth_rate"], preset["kernel_size"]
+    c = preset["bottleneck_factor"] * g
+
+    def count(tie_embeddings, input_channels):
+        # Batch norm: gamma, beta and the two moving statistics.
+        f0 = input_channels or ds + dt
+        total = vs * ds + vt * dt
+        if input_channels:
+            total += (ds + dt) * f0 + f0  # 1x1 convolution with a bias
+        for index in range(preset["num_layers"]):
+            f = f0 + index * g
+            # BN, 1x1 conv, BN, the causal (k // 2 + 1) x k kernel
+            total += 4 * f + f * c + 4 * c + (k // 2 + 1) * k * c * g
+        channels = f0 + preset["num_layers"] * g
+        total += 4 * channels  # the final BN
+        if tie_embeddings:
+            return total + channels * dt + dt + vt  # C -> dt, bias b
+        return total + channels * vt + vt
+
+    for tie_embeddings, input_channels in [
+        (False, None),
+        (True, None),
+        (True, 64),
+    ]:
+        model = PervasiveAttention.from_preset(
+            "pervasive_attention_small",
+            tie_embeddings=tie_embeddings,
+            input_channels=input_channels,
+        )
+        expected = count(tie_embeddings, input_channels)
+        assert model.count_params() == expected, (
+            tie_embeddings,
+            input_channels,
+        )
+
+
+def test_a_file_of_the_previous_release_still_loads():
+    # Saved by the release before `tie_embeddings` and `input_channels`
+    # (an untied `output_projection`, a config without the two keys):
+    # `PervasiveAttention(13, 11, source_embedding_dim=4,
+    # target_embedding_dim=4, growth_rate=2, num_layers=1, kernel_size=3,
+    # bottleneck_factor=2, dropout=0.0)` with normal(0, 0.5) weights
+    # (moving variances uniform(0.5, 2)); its zip entries recompressed
+    # (deflate) to keep it small. The .npz holds inputs and the logits
+    # that release computed for them.
+    path = os.path.join(FIXTURES, "pervasive_attention_untied.keras")
+    with zipfile.ZipFile(path) as archive:
+        config = json.loads(archive.read("config.json"))["config"]
+    assert not {"tie_embeddings", "input_channels"} & set(config)
+    saved = np.load(
+        os.path.join(FIXTURES, "pervasive_attention_untied_logits.npz")
+    )
+    inputs = {
+        "source_ids": saved["source_ids"],
+        "target_ids": saved["target_ids"],
+    }
+    model = keras.saving.load_model(path, compile=False)
+    assert (model.tie_embeddings, model.input_channels) == (False, None)
+    np.testing.assert_allclose(
+        to_numpy(model(inputs)), saved["logits"], atol=1e-5
+    )
+    # The saved weights are what give these logits (the check has teeth).
+    fresh = PervasiveAttention.from_config(model.get_config())
+    assert np.abs(to_numpy(fresh(inputs)) - saved["logits"]).max() > 1e-2
