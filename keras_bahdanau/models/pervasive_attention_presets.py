@@ -20,6 +20,20 @@ The vocabulary sizes are placeholders, like those of the RNN presets:
 pass the sizes of your vocabularies.
 """
 
+_SMALL = {
+    "source_vocabulary_size": 8000,
+    "target_vocabulary_size": 8000,
+    "source_embedding_dim": 64,
+    "target_embedding_dim": 64,
+    "growth_rate": 16,
+    "num_layers": 8,
+    "kernel_size": 3,
+    "bottleneck_factor": 4,
+    "activation": "relu",
+    "pooling": "max",
+    "dropout": 0.1,
+}
+
 PERVASIVE_ATTENTION_PRESETS = {
     "pervasive_attention_paper": {
         "source_vocabulary_size": 8000,
@@ -34,31 +48,7 @@ PERVASIVE_ATTENTION_PRESETS = {
         "pooling": "max",
         "dropout": 0.2,
     },
-    "pervasive_attention_small": {
-        "source_vocabulary_size": 8000,
-        "target_vocabulary_size": 8000,
-        "source_embedding_dim": 64,
-        "target_embedding_dim": 64,
-        "growth_rate": 16,
-        "num_layers": 8,
-        "kernel_size": 3,
-        "bottleneck_factor": 4,
-        "activation": "relu",
-        "pooling": "max",
-        "dropout": 0.1,
-    },
-    "pervasive_attention_tiny": {
-        "source_vocabulary_size": 8000,
-        "target_vocabulary_size": 8000,
-        "source_embedding_dim": 64,
-        "target_embedding_dim": 64,
-        "growth_rate": 16,
-        "num_layers": 8,
-        "kernel_size": 3,
-        "bottleneck_factor": 4,
-        "activation": "relu",
-        "pooling": "max",
-        "dropout": 0.1,
-        "tie_embeddings": True,
-    },
+    "pervasive_attention_small": _SMALL,
+    # The small shape with the tied output.
+    "pervasive_attention_tiny": {**_SMALL, "tie_embeddings": True},
 }

@@ -65,11 +65,8 @@ def test_batches_hold_bos_inputs_eos_labels_and_padding(data):
         np.testing.assert_array_equal(examples[x][0][1 : len(y) + 1], y)
 
 
-@pytest.mark.parametrize("bucket", [True, False])
-@pytest.mark.parametrize("bucket_width", [2, 5])
-def test_the_report_counts_the_padding_of_the_batches(
-    data, bucket, bucket_width
-):
+def batched(data, bucket, bucket_width):
+    """The batches and report of `data`'s pairs, 16 a batch, <= 40 tokens."""
     pairs, source_tokenizer, target_tokenizer = data
     dataset, report = pipeline.make_dataset(
         pairs,
@@ -81,7 +78,15 @@ def test_the_report_counts_the_padding_of_the_batches(
         bucket=bucket,
         bucket_width=bucket_width,
     )
-    batches = collect(dataset)
+    return collect(dataset), report
+
+
+@pytest.mark.parametrize("bucket", [True, False])
+@pytest.mark.parametrize("bucket_width", [2, 5])
+def test_the_report_counts_the_padding_of_the_batches(
+    data, bucket, bucket_width
+):
+    batches, report = batched(data, bucket, bucket_width)
     sources = np.concatenate([x.ravel() for x, _, _ in batches])
     inputs = np.concatenate([t.ravel() for _, t, _ in batches])
     np.testing.assert_allclose(report.source_padding, np.mean(sources == 0))
@@ -98,28 +103,23 @@ def test_the_report_counts_the_padding_of_the_batches(
 
 
 def test_bucketing_reduces_padding(data):
-    pairs, source_tokenizer, target_tokenizer = data
-
-    def padding(bucket):
-        dataset, report = pipeline.make_dataset(
-            pairs,
-            source_tokenizer,
-            target_tokenizer,
-            16,
-            40,
-            seed=1,
-            bucket=bucket,
-            bucket_width=5,
-        )
-        shapes = {x.shape[1] for x, _, _ in collect(dataset)}
-        return report, shapes
-
-    bucketed, bucket_shapes = padding(True)
-    unbucketed, shapes = padding(False)
+    bucketed_batches, bucketed = batched(data, True, 5)
+    batches, unbucketed = batched(data, False, 5)
     assert bucketed.source_padding < 0.5 * unbucketed.source_padding
     assert bucketed.grid_padding < 0.5 * unbucketed.grid_padding
-    assert shapes == {41}  # Longest sequence: max_length + 1.
-    assert bucket_shapes <= {5, 10, 15, 20, 25, 30, 35, 40, 41}
+    # Longest sequence: max_length + 1.
+    assert {x.shape[1] for x, _, _ in batches} == {41}
+    assert {x.shape[1] for x, _, _ in bucketed_batches} <= {
+        5,
+        10,
+        15,
+        20,
+        25,
+        30,
+        35,
+        40,
+        41,
+    }
 
 
 def test_drop_remainder_gives_full_batches(data):
