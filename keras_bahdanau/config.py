@@ -441,6 +441,18 @@ def _update(settings, changes):
     return merged
 
 
+def check_model_keys(architecture, keys):
+    """Raises a `ConfigError` (a `ValueError`) naming the first of the
+    `[model]` `keys` that `architecture` does not take (`MODEL_KEYS`)."""
+    takes = MODEL_KEYS[architecture]
+    for key in keys:
+        if key not in takes:
+            raise ConfigError(
+                f"model.{key} does not apply to architecture "
+                f"{architecture!r}, which takes {list(takes)}; remove it."
+            )
+
+
 def _resolve_model(config, explicit, recipe):
     """Fills `config["model"]` in place for its architecture (see
     `resolve_config`); `explicit` and `recipe` are the `[model]` settings
@@ -448,12 +460,7 @@ def _resolve_model(config, explicit, recipe):
     model = config["model"]
     architecture = model["architecture"]
     takes = MODEL_KEYS[architecture]
-    for key in explicit:
-        if key not in ("architecture", "preset", *takes):
-            raise ConfigError(
-                f"model.{key} does not apply to architecture "
-                f"{architecture!r}, which takes {list(takes)}; remove it."
-            )
+    check_model_keys(architecture, set(explicit) - {"architecture", "preset"})
     if "preset" not in explicit:
         model["preset"] = DEFAULT_PRESETS[architecture]
     keep = set(explicit)

@@ -1,6 +1,6 @@
 """Builds a model from the `[model]` section of a train config."""
 
-from keras_bahdanau.config import MODEL_KEYS
+from keras_bahdanau.config import check_model_keys
 from keras_bahdanau.models.pervasive_attention import PervasiveAttention
 from keras_bahdanau.models.rnn_enc_dec import RNNEncDec
 from keras_bahdanau.models.rnn_search import RNNSearch
@@ -63,14 +63,7 @@ def build_model(model_config, source_vocabulary_size, target_vocabulary_size):
         and value is not None
         and not (key in _SIZES and value == 0)
     }
-    takes = MODEL_KEYS[architecture]
-    for key in arguments:
-        if key not in takes:
-            raise ValueError(
-                f"model.{key} does not apply to architecture "
-                f"{architecture!r}, which takes {list(takes)}. Received: "
-                f"{key}={arguments[key]!r}"
-            )
+    check_model_keys(architecture, arguments)
     if architecture == "pervasive_attention":
         if "embedding_dim" in arguments:
             size = arguments.pop("embedding_dim")
