@@ -83,6 +83,11 @@ import statistics
 import sys
 import time
 
+from keras_bahdanau.startup import start_tensorflow
+
+# Before Keras loads TensorFlow: without its C++ start-up log.
+start_tensorflow()
+
 import keras
 import numpy as np
 from _memory import keras_device_and_peak_memory

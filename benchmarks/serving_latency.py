@@ -55,6 +55,11 @@ import sys
 import tempfile
 import time
 
+from keras_bahdanau.startup import start_tensorflow
+
+# Before Keras loads TensorFlow: without its C++ start-up log.
+start_tensorflow()
+
 import keras
 import numpy as np
 

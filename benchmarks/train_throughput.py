@@ -39,6 +39,11 @@ import subprocess
 import sys
 import time
 
+from keras_bahdanau.startup import start_tensorflow
+
+# Before Keras loads TensorFlow: without its C++ start-up log.
+start_tensorflow()
+
 import numpy as np
 from _memory import keras_device_and_peak_memory
 from _memory import peak_rss_mb
@@ -155,11 +160,13 @@ def flop_per_token(sizes, source_length, target_length):
     target token:
 
         (Tx / Ty) * (12 n (m + n)     bidirectional GRU encoder
-                     + 4 n a)         keys U_a h_j
+                     + 4 n a          keys U_a h_j
+                     + 12 n^2)        the gates' share C h_j, once per word
         + 2 n^2 / Ty                  s_0 = tanh(W_s h<-_1)
         + 2 n a + 2 Tx a              W_a s_{i-1} and v_a^T tanh(...)
         + 4 Tx n                      c_i = sum_j alpha_ij h_j
-        + 6 n (m + 3 n)               gates from E y_{i-1}, c_i, s_{i-1}
+        + 6 Tx n                      sum_j alpha_ij C h_j
+        + 6 n (m + n)                 gates from E y_{i-1} and s_{i-1}
         + 4 l (3 n + m)               maxout readout [s; E y; c] -> 2l
         + 2 l V                       output projection W_o
 
@@ -174,12 +181,12 @@ def flop_per_token(sizes, source_length, target_length):
     vocabulary = sizes["target_vocabulary_size"]
     tx, ty = source_length, target_length
     forward = (
-        tx / ty * (12 * n * (m + n) + 4 * n * a)
+        tx / ty * (12 * n * (m + n) + 4 * n * a + 12 * n * n)
         + 2 * n * n / ty
         + 2 * n * a
         + 2 * tx * a
-        + 4 * tx * n
-        + 6 * n * (m + 3 * n)
+        + 10 * tx * n
+        + 6 * n * (m + n)
         + 4 * l * (3 * n + m)
         + 2 * l * vocabulary
     )

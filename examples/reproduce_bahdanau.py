@@ -96,6 +96,11 @@ import textwrap
 import time
 from pathlib import Path
 
+from keras_bahdanau.startup import start_tensorflow
+
+# Before Keras loads TensorFlow: without its C++ start-up log.
+start_tensorflow()
+
 import keras
 
 from keras_bahdanau import records

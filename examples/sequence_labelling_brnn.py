@@ -19,6 +19,11 @@ OpenMP threads wait on each other at every small op (measured: 5x slower);
 
 import argparse
 
+from keras_bahdanau.startup import start_tensorflow
+
+# Before Keras loads TensorFlow: without its C++ start-up log.
+start_tensorflow()
+
 import keras
 import numpy as np
 

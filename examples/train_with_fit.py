@@ -12,6 +12,11 @@ unchanged on every backend:
 import argparse
 import pathlib
 
+from keras_bahdanau.startup import start_tensorflow
+
+# Before Keras loads TensorFlow: without its C++ start-up log.
+start_tensorflow()
+
 import keras
 
 from keras_bahdanau import data

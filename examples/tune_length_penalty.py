@@ -18,6 +18,11 @@ Reference:
 
 import argparse
 
+from keras_bahdanau.startup import start_tensorflow
+
+# Before Keras loads TensorFlow: without its C++ start-up log.
+start_tensorflow()
+
 from keras_bahdanau import records
 from keras_bahdanau import run_directory
 from keras_bahdanau.data import load_corpus

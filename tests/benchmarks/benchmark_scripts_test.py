@@ -33,14 +33,19 @@ _VOCABULARY = 50
 
 
 def _run(script, *arguments):
+    environment = {**os.environ, "KERAS_BACKEND": keras.backend.backend()}
+    environment.pop("TF_CPP_MIN_LOG_LEVEL", None)  # as a user runs them
     result = subprocess.run(
         [sys.executable, str(_BENCHMARKS / script), *arguments],
         capture_output=True,
         text=True,
         timeout=600,
-        env={**os.environ, "KERAS_BACKEND": keras.backend.backend()},
+        env=environment,
     )
     assert result.returncode == 0, result.stderr[-3000:]
+    # No C++ log of TensorFlow's start (oneDNN, CUDA stubs, cuInit).
+    for marker in ("I0000", "E0000", "W0000", "absl::InitializeLog"):
+        assert marker not in result.stderr, result.stderr[-3000:]
     return [json.loads(line) for line in result.stdout.splitlines()]
 
 
@@ -192,12 +197,9 @@ def test_train_throughput_flop_count_is_the_traced_training_step(fit_run):
         [v.value for v in model.trainable_variables],
         [v.value for v in model.non_trainable_variables],
     )
-    # The formula writes the context's share of the decoder gates as
-    # C c_i per target token; the model precomputes C h_j per source
-    # word and weighs it at every step: 6 Tx n FLOPs more per token,
-    # 0.2% here (Tx = Ty = 4, n = 256).
+    # The printed figure is rounded to a whole FLOP.
     np.testing.assert_allclose(
-        line["flop_per_token"], counted / line["tokens_per_step"], rtol=5e-3
+        line["flop_per_token"], counted / line["tokens_per_step"], atol=0.5
     )
     np.testing.assert_allclose(
         line["achieved_tflops"],
