@@ -11,6 +11,7 @@ dev and test splits of a finished training run into its `results.json`.
 """
 
 import json
+import time
 
 import sacrebleu
 
@@ -177,8 +178,9 @@ def evaluate_run(run_dir, splits, evaluation):
         evaluation: the `evaluation` section of the run's config.
 
     Returns:
-        The results written: per split, `bleu`, `chrf`, their signatures
-        and `sentences`.
+        The results written: per split, `bleu`, `chrf`, their signatures,
+        `sentences`, and the wall `seconds` and `ms_per_sentence` of
+        translating and scoring them (beam search in batches).
     """
     # Whole sentences: no truncation at the training length limit.
     translator = Translator.from_run_dir(
@@ -195,6 +197,7 @@ def evaluate_run(run_dir, splits, evaluation):
     results = {}
     for split in ("dev", "test"):
         pairs = splits[split][: evaluation["max_sentences"] or None]
+        started = time.perf_counter()
         scores = evaluate(
             translator,
             [source for source, _ in pairs],
@@ -205,6 +208,13 @@ def evaluate_run(run_dir, splits, evaluation):
         keys = ("bleu", "chrf", "bleu_signature", "chrf_signature")
         results[split] = {key: scores[key] for key in keys}
         results[split]["sentences"] = len(pairs)
+        # Translating and scoring; the test split runs second, with the
+        # search compiled for the shapes the dev split met.
+        seconds = time.perf_counter() - started
+        results[split]["seconds"] = round(seconds, 2)
+        results[split]["ms_per_sentence"] = round(
+            1000 * seconds / max(len(pairs), 1), 2
+        )
         print(
             f"[{split}] BLEU {scores['bleu']:.2f}  chrF {scores['chrf']:.2f}"
             f"  ({len(pairs)} sentences, beam {evaluation['beam_size']}"

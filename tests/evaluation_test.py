@@ -97,12 +97,20 @@ def test_evaluate_run_scores_dev_and_test_into_results_json(
             SearchConfig(beam_size=2),
             replace_unknown=True,  # Word tokenizers.
         )
+        timing = {
+            k: results[split].pop(k) for k in ("seconds", "ms_per_sentence")
+        }
         assert results[split] == {
             **{key: expected[key] for key in ("bleu", "chrf")},
             "bleu_signature": expected["bleu_signature"],
             "chrf_signature": expected["chrf_signature"],
             "sentences": len(pairs),
         }
+        assert timing["seconds"] > 0
+        # Both rounded to 2 decimals: seconds by up to 5 ms.
+        assert timing["ms_per_sentence"] == pytest.approx(
+            1000 * timing["seconds"] / len(pairs), abs=5 / len(pairs) + 0.01
+        )
     output = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in output] == ["[dev]", "[test]"]
     assert "(5 sentences, beam 2, unknown words replaced; " in output[1]

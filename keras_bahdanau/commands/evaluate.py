@@ -1,9 +1,12 @@
 """`keras-bahdanau evaluate RUN_DIR [RUN_DIR ...]`: BLEU and chrF of runs."""
 
+import dataclasses
 import json
+import time
 import warnings
 from pathlib import Path
 
+from keras_bahdanau import records
 from keras_bahdanau import run_directory
 from keras_bahdanau.commands.flags import add_search_arguments
 from keras_bahdanau.commands.flags import search_config
@@ -53,9 +56,11 @@ def add_arguments(parser):
         "--json", help="also write all scores (no hypotheses) to this file"
     )
     add_search_arguments(parser)
+    records.add_record_argument(parser)
 
 
 def run(args):
+    started = records.start()
     if bool(args.source) != bool(args.reference):
         raise ValueError(
             "Pass both --source and --reference, or neither (then --split "
@@ -65,18 +70,23 @@ def run(args):
     labels = _labels(args.run_dirs)
     # Every test set is read and checked before any model loads.
     test_sets = _test_sets(args)
-    results = {}
+    results, searches = {}, {}
     for run_dir, label, pairs in zip(
         args.run_dirs, labels, test_sets, strict=True
     ):
+        translator = translator_from_args(args, run_dir)
+        searches[label] = search_config(args, run_dir)
+        began = time.perf_counter()
         results[label] = evaluate(
-            translator_from_args(args, run_dir),
+            translator,
             [source for source, _ in pairs],
             [target for _, target in pairs],
-            search_config(args, run_dir),
+            searches[label],
             bucket_width=args.bucket_width,
             batch_size=args.batch_size,
         )
+        # Translating and scoring, the first batches' compilation included.
+        results[label]["seconds"] = round(time.perf_counter() - began, 2)
     print(_format_report(results, args))
     if args.plot:
         plot_bleu_by_length(
@@ -90,14 +100,25 @@ def run(args):
             path=args.plot,
         )
         print(f"BLEU by length plotted in {args.plot}")
+    scores = {
+        label: {k: v for k, v in result.items() if k != "hypotheses"}
+        for label, result in results.items()
+    }
     if args.json:
-        scores = {
-            label: {k: v for k, v in result.items() if k != "hypotheses"}
-            for label, result in results.items()
-        }
         run_directory.atomic_write_text(
             args.json, json.dumps(scores, indent=2) + "\n"
         )
+    if args.record:
+        figures = {
+            label: {
+                **scores[label],
+                "run_dir": str(run_dir),
+                "split": None if args.source else args.split,
+                "search": dataclasses.asdict(searches[label]),
+            }
+            for run_dir, label in zip(args.run_dirs, labels, strict=True)
+        }
+        records.write_record(args.record, "evaluate", figures, started)
     return 0
 
 

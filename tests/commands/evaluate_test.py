@@ -24,6 +24,7 @@ def test_evaluate_command_compares_runs_and_plots_bleu_by_length(
     arguments += ["--beam-size", "2", "--max-length", "10"]
     arguments += ["--bucket-width", "4", "--plot", str(tmp_path / "b.png")]
     arguments += ["--json", str(tmp_path / "scores.json")]
+    arguments += ["--record", str(tmp_path / "record.json")]
     assert cli.main(arguments) == 0
     output = capsys.readouterr().out
 
@@ -57,6 +58,14 @@ def test_evaluate_command_compares_runs_and_plots_bleu_by_length(
     scores = json.loads((tmp_path / "scores.json").read_text("utf-8"))
     assert scores["other_run"]["bleu"] == result["bleu"]
     assert scores["other_run"]["by_length"] == result["by_length"]
+    assert scores["other_run"]["seconds"] > 0
+    record = json.loads((tmp_path / "record.json").read_text("utf-8"))
+    assert record["kind"] == "evaluate"
+    figures = record["figures"]["other_run"]
+    assert figures["bleu"] == result["bleu"] and figures["split"] is None
+    assert figures["search"]["beam_size"] == 2
+    assert figures["search"]["max_length"] == 10
+    assert figures["run_dir"] == str(other_run)
 
 
 def test_evaluate_command_uses_the_split_of_the_runs_corpus(
