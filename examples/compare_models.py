@@ -11,15 +11,16 @@ RNNencdec and RNNsearch this way). Pervasive Attention (Elbayad et al.,
 row of its source x target grid, from the rows it caches.
 
 The base config is `examples/ding_de_en.toml` (the Ding German-English
-example sentences); the three models get presets of similar size:
-`rnnencdec_tiny` (3.65M parameters on Ding), `rnnsearch_tiny` (4.34M)
-and `pervasive_attention_small` with 128-dimensional embeddings (4.32M;
-see `ARCHITECTURES`). To fit the time budget of a 2-core CPU, each
-model trains for 2 epochs and is evaluated on the first 100 dev and test
-sentences (`DEFAULT_OVERRIDES`). `--set section.key=value` overrides a
-config key for every model; `--set ARCHITECTURE:section.key=value` for
-one model only (e.g. `--set pervasive_attention:model.embedding_dim=64`,
-as Pervasive Attention has no `hidden_dim` or `maxout_dim`).
+example sentences); the models are `rnnencdec_tiny`, `rnnsearch_tiny` and
+`pervasive_attention_tiny` (the tied 2D network of
+`examples/ding_de_en_pervasive.toml`, with its length buckets of 5
+tokens; see `ARCHITECTURES`); the table gives each one's parameters. To
+fit the time budget of a 2-core CPU, each model trains for 2 epochs and
+is evaluated on the first 100 dev and test sentences
+(`DEFAULT_OVERRIDES`). `--set section.key=value` overrides a config key
+for every model; `--set ARCHITECTURE:section.key=value` for one model
+only (e.g. `--set pervasive_attention:model.num_layers=12`, as Pervasive
+Attention has no `hidden_dim` or `maxout_dim`).
 
 Nothing is lost when the comparison is killed: run again with the same
 options, an unfinished model resumes training where it stopped and a
@@ -42,16 +43,8 @@ Usage:
 The training logs go to stderr; stdout holds only the table (or, with
 `--json`, one JSON object per model).
 
-Time, measured on 2 CPU cores shared with other jobs (TensorFlow backend,
-1-minute load average 2.3 to 7.0, mean 5.1), with `--set
-training.epochs=1`: 38.7 minutes in all. An epoch of the 14.8k training
-pairs took 2.7 minutes (RNNencdec), 4.1 (RNNsearch) and 14.4 (Pervasive
-Attention); the evaluation about 17 minutes, mostly Pervasive Attention's
-beam search: 3.3 s per sentence, against 35 and 62 ms for the RNNs (when
-it still recomputed its whole grid at every step; README). The
-default second epoch adds about 21 minutes at that load, about an hour in
-all; on idle cores RNNsearch trains 2.5-3 times faster (README), so
-expect roughly half an hour there (estimated, not measured).
+The table's training and decoding times are wall times of this run;
+`--record PATH` keeps them with the machine and its load.
 """
 
 import argparse
@@ -93,9 +86,9 @@ ARCHITECTURES = {
     ),
     "pervasive_attention": (
         "model.architecture=pervasive_attention",
-        "model.preset=pervasive_attention_small",
-        # 128 instead of 64: a parameter count close to the RNNs'.
-        "model.embedding_dim=128",
+        "model.preset=pervasive_attention_tiny",
+        # The grid pads both axes: buckets of 5 tokens pad less of it.
+        "data.bucket_width=5",
     ),
 }
 # The comparison's budget on a 2-core CPU; `--set` overrides these too.

@@ -43,8 +43,9 @@ rather than the paper's Adadelta from N(0, 0.01^2), which needs far more
 updates than a CPU budget allows (`--set recipe=paper` restores it). The
 two RNNs have the same sizes (`rnnencdec_tiny` and `rnnsearch_tiny`:
 embeddings 128, hidden 256, maxout 128), Pervasive Attention is
-`pervasive_attention_small` with 128-dimensional embeddings, as in
-`compare_models.py`. The test set is translated with beam search
+`pervasive_attention_tiny` (64-dimensional embeddings, 8 layers, its
+output tied to the target embedding) with length buckets of 5 tokens, as
+in `compare_models.py`. The test set is translated with beam search
 (`--beam-size`) and no unknown-word replacement (the paper has none).
 
 Budget: every model makes the same number of optimizer steps (`--steps`,
