@@ -136,7 +136,7 @@ def parse_arguments(argv=None):
 
 def model_sizes(args):
     """The preset's sizes, with `--vocabulary-size` applied to both sides."""
-    from keras_bahdanau.models.rnn_search_presets import RNN_SEARCH_PRESETS
+    from keras_bahdanau.models.rnn_search.presets import RNN_SEARCH_PRESETS
 
     if args.preset not in RNN_SEARCH_PRESETS:
         raise ValueError(

@@ -119,7 +119,7 @@ def load_presets():
             "keras_bahdanau is not installed: run `pip install -e .` in the "
             "repository first."
         )
-    path = Path(spec.origin).parent / "models" / "rnn_search_presets.py"
+    path = Path(spec.origin).parent / "models" / "rnn_search" / "presets.py"
     return runpy.run_path(str(path))["RNN_SEARCH_PRESETS"]
 
 

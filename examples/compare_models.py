@@ -24,7 +24,7 @@ Attention has no `hidden_dim` or `maxout_dim`).
 
 Nothing is lost when the comparison is killed: run again with the same
 options, an unfinished model resumes training where it stopped and a
-finished one is only evaluated (`keras_bahdanau.commands.train.train` does
+finished one is only evaluated (`keras_bahdanau.trainer.train` does
 both; a finished run is never trained further, so more epochs need another
 `--output-dir`). The training time is read from each run's TensorBoard
 event files, so it adds up the epochs of every session that trained the
@@ -63,13 +63,13 @@ import keras
 
 from keras_bahdanau import records
 from keras_bahdanau import run_directory as rd
-from keras_bahdanau.commands.train import train
 from keras_bahdanau.config import ConfigError
 from keras_bahdanau.config import resolve_config
 from keras_bahdanau.data import load_corpus
 from keras_bahdanau.decoding import SearchConfig
-from keras_bahdanau.evaluation import bleu_by_length
-from keras_bahdanau.evaluation import corpus_scores
+from keras_bahdanau.metrics import bleu_by_length
+from keras_bahdanau.metrics import corpus_scores
+from keras_bahdanau.trainer import train
 from keras_bahdanau.translator import Translator
 
 DEFAULT_CONFIG = Path(__file__).with_name("ding_de_en.toml")

@@ -106,18 +106,18 @@ import keras
 
 from keras_bahdanau import records
 from keras_bahdanau import run_directory as rd
-from keras_bahdanau.commands.train import train
 from keras_bahdanau.config import DEFAULTS
 from keras_bahdanau.config import resolve_config
 from keras_bahdanau.data import load_corpus
 from keras_bahdanau.data import load_tokenizer
 from keras_bahdanau.decoding import SearchConfig
-from keras_bahdanau.evaluation import corpus_scores
+from keras_bahdanau.metrics import corpus_scores
 from keras_bahdanau.plotting import plot_attention
 from keras_bahdanau.plotting import plot_bleu_by_length
 from keras_bahdanau.reserved import UNK_ID
+from keras_bahdanau.run_directory import training_max_length
+from keras_bahdanau.trainer import train
 from keras_bahdanau.translator import Translator
-from keras_bahdanau.translator import training_max_length
 
 
 def _sibling(name):

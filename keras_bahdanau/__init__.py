@@ -20,6 +20,10 @@ _LAZY = {
     "RNNSearch": ("keras_bahdanau.models", "RNNSearch"),
     "RNNEncDec": ("keras_bahdanau.models", "RNNEncDec"),
     "PervasiveAttention": ("keras_bahdanau.models", "PervasiveAttention"),
+    "Translator": ("keras_bahdanau.translator", "Translator"),
+    "SearchConfig": ("keras_bahdanau.decoding", "SearchConfig"),
+    "train": ("keras_bahdanau.trainer", "train"),
+    "resolve_config": ("keras_bahdanau.config", "resolve_config"),
 }
 
 

@@ -56,6 +56,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_bahdanau import presets
 from keras_bahdanau import run_directory
 from keras_bahdanau.decoding import SearchConfig
 from keras_bahdanau.decoding import SearchResult
@@ -95,12 +96,13 @@ def export_saved_model(
     version (TF Serving ignores folders whose name is not a number).
 
     Args:
-        run_dir: a run directory written by `keras-bahdanau train`.
+        run_dir: a run directory written by `keras-bahdanau train`, or a
+            preset folder (`Translator.save_to_preset`).
         output: the model's folder, e.g. `saved_models/NAME`; created if
             needed. The SavedModel goes to `output/<version>/`.
         version: int >= 1, or None for one more than the highest existing
             version (1 for a new folder).
-        checkpoint: `"best"` or `"last"`.
+        checkpoint: `"best"` or `"last"` (run directories).
         overwrite: whether to replace an existing version.
         search: a `SearchConfig` with `n_best=1` (None: the defaults),
             the search of `serving_default` and `align`; `translate_n_best`
@@ -133,7 +135,10 @@ def export_saved_model(
     )
     # Fail early, with the run directory's own errors (missing, damaged
     # or mismatched files), before a subprocess is started.
-    run_directory.check_run(run_dir, checkpoint)
+    if presets.is_preset(run_dir):
+        presets.check_preset(run_dir)
+    else:
+        run_directory.check_run(run_dir, checkpoint)
     output = pathlib.Path(output)
     if output.exists() and not output.is_dir():
         raise NotADirectoryError(
@@ -272,7 +277,19 @@ def write_saved_model(run_dir, checkpoint, path, settings):
             "The SavedModel must be built on the TensorFlow backend. "
             f"Received: backend={keras.backend.backend()!r}"
         )
-    model, source, target, config = run_directory.load_run(run_dir, checkpoint)
+    if presets.is_preset(run_dir):
+        model, source, target, _ = presets.load_preset(run_dir)
+        origin = {"preset": str(pathlib.Path(run_dir).resolve())}
+        trained_backend = presets.read_metadata(run_dir)["backend"]
+    else:
+        model, source, target, config = run_directory.load_run(
+            run_dir, checkpoint
+        )
+        origin = {
+            "run_dir": str(pathlib.Path(run_dir).resolve()),
+            "checkpoint": checkpoint,
+        }
+        trained_backend = config.get("backend")
     graph = _ServingGraph(model, source, target, settings)
     text = tf.TensorSpec([None], tf.string, name="text")
     scalars = [
@@ -301,10 +318,9 @@ def write_saved_model(run_dir, checkpoint, path, settings):
     root.target_tokenizer = target
     tf.saved_model.save(root, path, signatures=signatures)
     metadata = {
-        "run_dir": str(pathlib.Path(run_dir).resolve()),
-        "checkpoint": checkpoint,
+        **origin,
         "model": type(model).__name__,
-        "trained_backend": config.get("backend"),
+        "trained_backend": trained_backend,
         "export_backend": keras.backend.backend(),
         "settings": settings,
         "signatures": list(SIGNATURES),

@@ -218,8 +218,8 @@ def check_run(run_dir, checkpoint="best"):
     config = read_config(run_dir)
     path = model_path(run_dir, checkpoint)
     model_config = _read_keras_archive(path)
-    source = _load_vocabulary(run_dir, SOURCE_VOCABULARY)
-    target = _load_vocabulary(run_dir, TARGET_VOCABULARY)
+    source = load_vocabulary(run_dir, SOURCE_VOCABULARY)
+    target = load_vocabulary(run_dir, TARGET_VOCABULARY)
     # The constructor arguments, as Keras writes them: {"config": {...}}.
     arguments = (
         model_config.get("config") if isinstance(model_config, dict) else None
@@ -233,7 +233,8 @@ def check_run(run_dir, checkpoint="best"):
                 f"config has no `{side}_vocabulary_size`. A run's model "
                 "files are written by `keras-bahdanau train`."
             )
-        _check_vocabulary_size(run_dir, side, tokenizer, size)
+        vocabulary = Path(run_dir) / _VOCABULARIES[side]
+        _check_vocabulary_size(vocabulary, side, tokenizer, size)
     return config, source, target
 
 
@@ -259,7 +260,22 @@ def load_run(run_dir, checkpoint="best"):
     except Exception as error:
         # The reason is kept in the message; the backend's traceback is
         # not: it is deep and says nothing about what to do.
-        raise RunDirectoryError(_load_error_message(path, error)) from None
+        raise RunDirectoryError(load_error_message(path, error)) from None
+    vocabularies = [Path(run_dir) / _VOCABULARIES[s] for s in _VOCABULARIES]
+    check_model(path, model, source, target, vocabularies)
+    return model, source, target, config
+
+
+def check_model(path, model, source_tokenizer, target_tokenizer, vocabularies):
+    """Checks that a loaded model translates, with these tokenizers.
+
+    `path` (the model's file) and `vocabularies` (the tokenizers' folders,
+    source then target) are named in the errors.
+
+    Raises:
+        RunDirectoryError: the model lacks the decoding protocol, or a
+            tokenizer's size is not the model's vocabulary size.
+    """
     missing = [name for name in _MODEL_PROTOCOL if not hasattr(model, name)]
     if missing:
         raise RunDirectoryError(
@@ -267,10 +283,14 @@ def load_run(run_dir, checkpoint="best"):
             f"(it lacks {missing}; see docs/model_protocol.md). A run's "
             "model files are written by `keras-bahdanau train`."
         )
-    for side, tokenizer in (("source", source), ("target", target)):
+    for side, tokenizer, vocabulary in zip(
+        ("source", "target"),
+        (source_tokenizer, target_tokenizer),
+        vocabularies,
+        strict=True,
+    ):
         size = getattr(model, f"{side}_vocabulary_size")
-        _check_vocabulary_size(run_dir, side, tokenizer, size)
-    return model, source, target, config
+        _check_vocabulary_size(vocabulary, side, tokenizer, size)
 
 
 # A `.keras` archive of Keras 3 holds config.json and one of these.
@@ -334,7 +354,7 @@ def _read_keras_archive(path):
         ) from None
 
 
-def _load_error_message(path, error):
+def load_error_message(path, error):
     reason = f"{type(error).__name__}: {error}"
     if len(reason) > 500:  # Keras appends whole configs to some errors.
         reason = reason[:500] + " [...]"
@@ -354,7 +374,7 @@ def _load_error_message(path, error):
     )
 
 
-def _load_vocabulary(run_dir, name):
+def load_vocabulary(run_dir, name):
     path = Path(run_dir) / name
     if not path.is_dir():
         raise FileNotFoundError(
@@ -378,10 +398,10 @@ def _load_vocabulary(run_dir, name):
         ) from None
 
 
-def _check_vocabulary_size(run_dir, side, tokenizer, size):
+def _check_vocabulary_size(vocabulary, side, tokenizer, size):
     if tokenizer.vocabulary_size != size:
         raise RunDirectoryError(
-            f"The {side} vocabulary {Path(run_dir) / _VOCABULARIES[side]} "
+            f"The {side} vocabulary {vocabulary} "
             f"has {tokenizer.vocabulary_size} tokens but the model expects "
             f"{size}: the vocabulary does not belong to this model. Use "
             "the vocabularies the model was trained with (copy the run "
@@ -416,3 +436,13 @@ def atomic_write(path, write):
 def atomic_write_text(path, text):
     """Writes `text` (UTF-8) to `path` with `atomic_write`."""
     atomic_write(path, lambda file: file.write_text(text, encoding="utf-8"))
+
+
+def training_max_length(config):
+    """The longest training sentence (tokens) a run's config allows, or None.
+
+    Read from `config["data"]["max_length"]` (or a top-level
+    `max_length`).
+    """
+    data = config.get("data") or {}
+    return data.get("max_length", config.get("max_length"))

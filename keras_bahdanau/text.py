@@ -3,9 +3,13 @@
 `read_sources`: text to source ids, with each sentence's status (the
 length policy). `decode_hypotheses`: a search result to text, tokens and
 scores (detokenization, n-best slots, what an unsearched sentence gets).
+`replace_unknown_words`: `[UNK]` outputs from the attended source word.
 """
 
 import tensorflow as tf
+from keras import ops
+
+from keras_bahdanau.reserved import UNK
 
 # The status of a sentence, as `read_sources` gives it.
 STATUS_OK = "ok"
@@ -95,3 +99,57 @@ def decode_hypotheses(target_tokenizer, result, searched, n_best=None):
         "length": lengths,
         "is_hypothesis": tf.where(searched, lengths > 0, first),
     }
+
+
+def replace_unknown_words(
+    target_tokens, source_tokens, attention, dictionary=None, unk=UNK
+):
+    """Replaces each unknown target word by its most attended source word.
+
+    For word-level vocabularies: an `unk` in the output is replaced by the
+    source word with the highest attention weight at that target step,
+    mapped through `dictionary` when the word is in it (Jean et al., 2015,
+    "On Using Very Large Target Vocabulary for NMT", §3.3; Luong et al.,
+    2015, "Addressing the Rare Word Problem in NMT").
+
+    Args:
+        target_tokens: list of str, the translation (without padding).
+        source_tokens: list of str, the source sentence (without padding).
+        attention: array-like `(>= len(target_tokens), >= len(source_tokens))`,
+            e.g. `result.attention[i, k]`; extra rows/columns (EOS, padding)
+            are ignored.
+        dictionary: optional dict `source word -> target word`.
+        unk: the unknown-word token.
+
+    Returns:
+        A new list of str.
+
+    Example:
+
+    >>> replace_unknown_words(
+    ...     ["le", "[UNK]"], ["the", "Zurich"], [[0.9, 0.1], [0.2, 0.8]],
+    ...     dictionary={"Zurich": "Zurich"})
+    ['le', 'Zurich']
+    """
+    attention = ops.convert_to_numpy(attention)
+    if (
+        attention.ndim != 2
+        or attention.shape[0] < len(target_tokens)
+        or attention.shape[1] < len(source_tokens)
+    ):
+        raise ValueError(
+            "`attention` must have shape (>= len(target_tokens), "
+            ">= len(source_tokens)) = "
+            f"(>= {len(target_tokens)}, >= {len(source_tokens)}). "
+            f"Received: attention.shape={attention.shape}"
+        )
+    dictionary = dictionary or {}
+    replaced = []
+    for i, token in enumerate(target_tokens):
+        if token == unk and source_tokens:
+            word = source_tokens[
+                int(attention[i, : len(source_tokens)].argmax())
+            ]
+            token = dictionary.get(word, word)
+        replaced.append(token)
+    return replaced

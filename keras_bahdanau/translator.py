@@ -4,29 +4,32 @@
 run directory) and turns sentences into translations: tokenization
 (`text.read_sources`), batching by length, the compiled search of
 `keras_bahdanau.decoding`, detokenization (`text.decode_hypotheses`) and
-unknown-word replacement (`replace_unknown_words`).
+unknown-word replacement (`text.replace_unknown_words`).
 """
 
 import dataclasses
 import math
+import pathlib
+import tempfile
 import warnings
 
 import numpy as np
-from keras import ops
 
+from keras_bahdanau import presets
 from keras_bahdanau import run_directory
-from keras_bahdanau.data.vocabulary import WordTokenizer
-from keras_bahdanau.data.vocabulary import join_words
+from keras_bahdanau.decoding import SearchConfig
 from keras_bahdanau.decoding import SearchResult
 from keras_bahdanau.decoding import as_search_config
 from keras_bahdanau.decoding import compile_search
 from keras_bahdanau.reserved import BOS
 from keras_bahdanau.reserved import PAD
-from keras_bahdanau.reserved import UNK
 from keras_bahdanau.reserved import UNK_ID
 from keras_bahdanau.text import STATUS_TOO_LONG
 from keras_bahdanau.text import decode_hypotheses
 from keras_bahdanau.text import read_sources
+from keras_bahdanau.text import replace_unknown_words
+from keras_bahdanau.tokenizers import WordTokenizer
+from keras_bahdanau.tokenizers import join_words
 from keras_bahdanau.validation import check_choice
 from keras_bahdanau.validation import check_int
 
@@ -100,16 +103,22 @@ class Translator:
         bucket_width: int >= 1, source batches are padded to a multiple of
             it.
         long_sources: `"truncate"` or `"error"`, see above.
+        search: the `SearchConfig` of `translate` and `generate` calls
+            that pass none (None: `SearchConfig()`, beam search with 5
+            beams); a preset or run directory brings its own.
 
     Example:
 
     ```python
-    translator = Translator.from_run_dir("runs/rnnsearch")
+    translator = Translator.from_preset("runs/ding_de_en")
     translator.translate("Das Haus ist klein.").text
     # 'The house is small.'
     best, second = translator.translate(
         "Das Haus ist klein.", SearchConfig(n_best=2)
     )
+    translator.generate(["Das Haus ist klein."])  # ['The house is small.']
+    translator.save_to_preset("presets/ding_de_en")
+    translator.export("saved_models/ding_de_en")  # TF Serving
     ```
     """
 
@@ -121,6 +130,7 @@ class Translator:
         max_source_length=None,
         bucket_width=16,
         long_sources="truncate",
+        search=None,
     ):
         check_int("max_source_length", max_source_length, allow_none=True)
         check_int("bucket_width", bucket_width)
@@ -141,6 +151,99 @@ class Translator:
         self.max_source_length = max_source_length
         self.bucket_width = bucket_width
         self.long_sources = long_sources
+        self.search = as_search_config(search)
+
+    @classmethod
+    def from_preset(cls, preset, checkpoint="best", **kwargs):
+        """Loads a trained model: a preset folder or a run directory.
+
+        Args:
+            preset: a folder written by `save_to_preset`, or a run
+                directory of `keras-bahdanau train`.
+            checkpoint: for a run directory, `"best"` or `"last"`.
+            **kwargs: `Translator` arguments that replace the preset's
+                (`max_source_length`, `bucket_width`, `long_sources`,
+                `search`).
+
+        Returns:
+            A `Translator`.
+
+        Raises:
+            FileNotFoundError: `preset` is neither, or misses a file.
+            run_directory.RunDirectoryError: a file is damaged, of a newer
+                format, or unsafe (see `run_directory.load_run`).
+        """
+        path = pathlib.Path(preset)
+        if presets.is_preset(path):
+            model, source, target, settings = presets.load_preset(path)
+            settings = {**settings, **kwargs}
+            search = settings.pop("search", None)
+            if isinstance(search, dict):
+                search = SearchConfig(**search)
+            return cls(model, source, target, search=search, **settings)
+        if (path / run_directory.CONFIG).is_file():
+            return cls.from_run_dir(path, checkpoint, **kwargs)
+        if not path.exists() and "/" not in str(preset):
+            raise FileNotFoundError(
+                f"No preset folder {preset!r}. `Translator.from_preset` "
+                "loads a trained model (a folder of `save_to_preset` or a "
+                "run directory of `keras-bahdanau train`); a size preset "
+                "such as 'rnnsearch_tiny' builds an untrained model with "
+                "`RNNSearch.from_preset`."
+            )
+        raise FileNotFoundError(
+            f"{preset} is neither a preset folder (no {presets.METADATA}) "
+            f"nor a run directory (no {run_directory.CONFIG})."
+        )
+
+    def save_to_preset(self, preset):
+        """Writes the model, tokenizers and settings as a preset folder.
+
+        `Translator.from_preset(preset)` loads it back, on any backend.
+
+        Args:
+            preset: a new (or empty) folder.
+
+        Returns:
+            The `pathlib.Path` of the preset.
+        """
+        settings = {
+            "max_source_length": self.max_source_length,
+            "bucket_width": self.bucket_width,
+            "long_sources": self.long_sources,
+            "search": dataclasses.asdict(self.search),
+        }
+        return presets.save_preset(
+            preset,
+            self.model,
+            self.source_tokenizer,
+            self.target_tokenizer,
+            settings,
+        )
+
+    def export(self, output, search=None, **options):
+        """Writes a TF Serving SavedModel version of this translator.
+
+        Args:
+            output: the model's folder; the SavedModel goes to
+                `output/<version>/` (see `export.export_saved_model`).
+            search: the search of `serving_default` and `align` (None:
+                `self.search`, with `n_best=1`).
+            **options: `version`, `overwrite`, `max_source_tokens`,
+                `max_batch`, `max_beam_size` of `export_saved_model`.
+
+        Returns:
+            The `pathlib.Path` of the version folder.
+        """
+        from keras_bahdanau.export import export_saved_model
+
+        if search is None:
+            search = dataclasses.replace(self.search, n_best=1)
+        # The SavedModel is built on the TensorFlow backend, in another
+        # process unless this is it: the preset carries the model there.
+        with tempfile.TemporaryDirectory() as folder:
+            preset = self.save_to_preset(pathlib.Path(folder) / "preset")
+            return export_saved_model(preset, output, search=search, **options)
 
     @classmethod
     def from_run_dir(
@@ -149,6 +252,8 @@ class Translator:
         checkpoint="best",
         max_source_length="auto",
         long_sources="truncate",
+        bucket_width=16,
+        search=None,
     ):
         """Loads the model and tokenizers of a run directory.
 
@@ -159,6 +264,9 @@ class Translator:
                 run was trained on (`max_length` in its config.json; no
                 limit if it has none), an int, or None for no limit.
             long_sources: `"truncate"` or `"error"`, see `Translator`.
+            bucket_width: see `Translator`.
+            search: the default `SearchConfig`; None: the run's
+                `evaluation.beam_size` and `evaluation.length_penalty`.
 
         Returns:
             A `Translator`.
@@ -172,9 +280,22 @@ class Translator:
             run_dir, checkpoint
         )
         if max_source_length == "auto":
-            max_source_length = training_max_length(config)
+            max_source_length = run_directory.training_max_length(config)
+        evaluation = config.get("evaluation") or {}
+        if search is None and "beam_size" in evaluation:
+            # The run's own search, as its dev and test scores used.
+            search = SearchConfig(
+                beam_size=evaluation["beam_size"],
+                length_penalty=evaluation.get("length_penalty", 0.0),
+            )
         return cls(
-            model, source, target, max_source_length, long_sources=long_sources
+            model,
+            source,
+            target,
+            max_source_length,
+            bucket_width=bucket_width,
+            long_sources=long_sources,
+            search=search,
         )
 
     def translate(
@@ -191,9 +312,9 @@ class Translator:
 
         Args:
             sentences: a str, or a list of str.
-            search: a `keras_bahdanau.decoding.SearchConfig` (None: its
-                defaults, beam search with 5 beams); without `max_length`
-                a source of `Tx` tokens gets at most `2 * Tx + 10`.
+            search: a `keras_bahdanau.decoding.SearchConfig` (None:
+                `self.search`); without `max_length` a source of `Tx`
+                tokens gets at most `2 * Tx + 10`.
             return_attention: whether to fill `Translation.attention`.
             replace_unknown: whether to replace each `[UNK]` of the output
                 by its most attended source word (word-level tokenizers
@@ -207,7 +328,7 @@ class Translator:
             order. A result is a `Translation` if `search.n_best == 1`,
             else a list of up to `n_best` `Translation`s, best score first.
         """
-        search = as_search_config(search)
+        search = self.search if search is None else as_search_config(search)
         single = isinstance(sentences, str)
         sentences = [sentences] if single else list(sentences)
         bad = [s for s in sentences if not isinstance(s, str)]
@@ -300,6 +421,25 @@ class Translator:
             results = [hypotheses[0] for hypotheses in results]
         return results[0] if single else results
 
+    def generate(self, inputs, max_length=None):
+        """Translations as strings, as keras-hub's `Seq2SeqLM.generate`.
+
+        Args:
+            inputs: a str or a list of str.
+            max_length: the most target tokens (None: `self.search`'s).
+
+        Returns:
+            A str for a str, else a list of str: the best translations
+            with `self.search`.
+        """
+        search = dataclasses.replace(self.search, n_best=1)
+        if max_length is not None:
+            search = dataclasses.replace(search, max_length=max_length)
+        results = self.translate(inputs, search)
+        if isinstance(inputs, str):
+            return results.text
+        return [result.text for result in results]
+
     def _read(self, sentences):
         """Source ids and tokens per sentence; long ones cut or refused."""
         limit = self.max_source_length
@@ -348,74 +488,8 @@ class Translator:
         return source_ids
 
 
-def replace_unknown_words(
-    target_tokens, source_tokens, attention, dictionary=None, unk=UNK
-):
-    """Replaces each unknown target word by its most attended source word.
-
-    For word-level vocabularies: an `unk` in the output is replaced by the
-    source word with the highest attention weight at that target step,
-    mapped through `dictionary` when the word is in it (Jean et al., 2015,
-    "On Using Very Large Target Vocabulary for NMT", §3.3; Luong et al.,
-    2015, "Addressing the Rare Word Problem in NMT").
-
-    Args:
-        target_tokens: list of str, the translation (without padding).
-        source_tokens: list of str, the source sentence (without padding).
-        attention: array-like `(>= len(target_tokens), >= len(source_tokens))`,
-            e.g. `result.attention[i, k]`; extra rows/columns (EOS, padding)
-            are ignored.
-        dictionary: optional dict `source word -> target word`.
-        unk: the unknown-word token.
-
-    Returns:
-        A new list of str.
-
-    Example:
-
-    >>> replace_unknown_words(
-    ...     ["le", "[UNK]"], ["the", "Zurich"], [[0.9, 0.1], [0.2, 0.8]],
-    ...     dictionary={"Zurich": "Zurich"})
-    ['le', 'Zurich']
-    """
-    attention = ops.convert_to_numpy(attention)
-    if (
-        attention.ndim != 2
-        or attention.shape[0] < len(target_tokens)
-        or attention.shape[1] < len(source_tokens)
-    ):
-        raise ValueError(
-            "`attention` must have shape (>= len(target_tokens), "
-            ">= len(source_tokens)) = "
-            f"(>= {len(target_tokens)}, >= {len(source_tokens)}). "
-            f"Received: attention.shape={attention.shape}"
-        )
-    dictionary = dictionary or {}
-    replaced = []
-    for i, token in enumerate(target_tokens):
-        if token == unk and source_tokens:
-            word = source_tokens[
-                int(attention[i, : len(source_tokens)].argmax())
-            ]
-            token = dictionary.get(word, word)
-        replaced.append(token)
-    return replaced
-
-
-def training_max_length(config):
-    """The longest training sentence (tokens) a run's config allows, or None.
-
-    Read from `config["data"]["max_length"]` (or a top-level
-    `max_length`).
-    """
-    data = config.get("data") or {}
-    return data.get("max_length", config.get("max_length"))
-
-
 __all__ = [
     "LONG_SOURCES",
     "Translation",
     "Translator",
-    "replace_unknown_words",
-    "training_max_length",
 ]

@@ -10,10 +10,10 @@ from keras_bahdanau.config import ConfigError
 from keras_bahdanau.config import config_errors
 from keras_bahdanau.config import resolve_config
 from keras_bahdanau.data.loading import CORPORA
-from keras_bahdanau.data.vocabulary import TOKENIZERS
 from keras_bahdanau.distribution import STRATEGIES
 from keras_bahdanau.models.factory import ARCHITECTURES
 from keras_bahdanau.models.translation_model import REGULARIZATION
+from keras_bahdanau.tokenizers import TOKENIZERS
 from keras_bahdanau.training import JIT_COMPILE
 from keras_bahdanau.training import OPTIMIZERS
 

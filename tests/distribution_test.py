@@ -17,9 +17,9 @@ import pytest
 
 from keras_bahdanau import distribution as kdist
 from keras_bahdanau import run_directory as rd
-from keras_bahdanau.commands.train import train
 from keras_bahdanau.config import ConfigError
 from keras_bahdanau.config import resolve_config
+from keras_bahdanau.trainer import train
 from tests.run_fixture import reversal_corpus
 
 TINY = [
@@ -47,7 +47,7 @@ import sys
 
 import keras
 
-from keras_bahdanau.commands.train import train
+from keras_bahdanau.trainer import train
 from keras_bahdanau.config import ConfigError, resolve_config
 
 args = json.loads(sys.argv[1])

@@ -390,11 +390,9 @@ def session(run_dir, pervasive_run_dir, tmp_path_factory):
 
     def export_both():
         assert cli.main(arguments) == 0
-        export.export_saved_model(
-            pervasive_run_dir,
-            result.pervasive_path.parent,
-            search=DEFAULT_SEARCH,
-            **LIMITS,
+        # From the object: Translator.export, through a preset.
+        Translator.from_preset(pervasive_run_dir).export(
+            result.pervasive_path.parent, search=DEFAULT_SEARCH, **LIMITS
         )
 
     if keras.backend.backend() == "tensorflow":
@@ -995,6 +993,8 @@ def test_pervasive_attention_serves_like_translator(session):
         (session.pervasive_path / export.METADATA_FILE).read_text()
     )
     assert metadata["model"] == "PervasiveAttention"
+    # Exported by Translator.export: from a preset, not a run directory.
+    assert "preset" in metadata and "run_dir" not in metadata
     calls = session.served["calls"]
     served = calls["pervasive_translate"]
     expected = session.expected["pervasive_translate"]

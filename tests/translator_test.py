@@ -9,9 +9,9 @@ from keras_bahdanau.data import BOS_ID
 from keras_bahdanau.data import EOS_ID
 from keras_bahdanau.data import UNK_ID
 from keras_bahdanau.decoding import SearchConfig
+from keras_bahdanau.text import replace_unknown_words
 from keras_bahdanau.translator import Translation
 from keras_bahdanau.translator import Translator
-from keras_bahdanau.translator import replace_unknown_words
 from tests.run_fixture import MAX_LENGTH
 from tests.run_fixture import PAIRS
 

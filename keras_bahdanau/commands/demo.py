@@ -11,13 +11,13 @@ from pathlib import Path
 
 from keras_bahdanau import records
 from keras_bahdanau import run_directory as rd
-from keras_bahdanau.commands.train import train
 from keras_bahdanau.config import ConfigError
 from keras_bahdanau.config import resolve_config
 from keras_bahdanau.data import load_corpus
 from keras_bahdanau.evaluation import run_search
 from keras_bahdanau.export import export_saved_model
 from keras_bahdanau.plotting import plot_attention
+from keras_bahdanau.trainer import train
 from keras_bahdanau.translator import Translator
 
 NUM_EXAMPLES = 5

@@ -15,13 +15,6 @@ from keras_bahdanau.data.corpora import split_pairs
 from keras_bahdanau.data.loading import load_corpus
 from keras_bahdanau.data.pipeline import DatasetReport
 from keras_bahdanau.data.pipeline import make_dataset
-from keras_bahdanau.data.vocabulary import SentencePieceTokenizer
-from keras_bahdanau.data.vocabulary import Tokenizer
-from keras_bahdanau.data.vocabulary import WordPieceTokenizer
-from keras_bahdanau.data.vocabulary import WordTokenizer
-from keras_bahdanau.data.vocabulary import build_tokenizer
-from keras_bahdanau.data.vocabulary import load_tokenizer
-from keras_bahdanau.data.vocabulary import normalise_text
 from keras_bahdanau.reserved import BOS
 from keras_bahdanau.reserved import BOS_ID
 from keras_bahdanau.reserved import EOS
@@ -31,3 +24,10 @@ from keras_bahdanau.reserved import PAD_ID
 from keras_bahdanau.reserved import RESERVED_TOKENS
 from keras_bahdanau.reserved import UNK
 from keras_bahdanau.reserved import UNK_ID
+from keras_bahdanau.tokenizers import SentencePieceTokenizer
+from keras_bahdanau.tokenizers import Tokenizer
+from keras_bahdanau.tokenizers import WordPieceTokenizer
+from keras_bahdanau.tokenizers import WordTokenizer
+from keras_bahdanau.tokenizers import build_tokenizer
+from keras_bahdanau.tokenizers import load_tokenizer
+from keras_bahdanau.tokenizers import normalise_text

@@ -38,6 +38,11 @@ class ReversibleEmbedding(keras.layers.Layer):
     >>> tuple(layer(embedded, reverse=True).shape)
     (1, 2, 10)
 
+    Not `keras.layers.ReversibleEmbedding` (Keras 3.15): its tied reverse
+    call has no bias, and `x E^T + b` with its own `b` is the output layer
+    of both RNNsearch (`W_o`'s bias) and the Pervasive Attention authors'
+    code.
+
     Reference:
         O. Press and L. Wolf. Using the Output Embedding to Improve Language
         Models. EACL 2017 (arXiv:1608.05859).

@@ -19,11 +19,11 @@ import pytest
 from keras_bahdanau import run_directory as rd
 from keras_bahdanau.callbacks import CheckpointError
 from keras_bahdanau.commands import train as train_module
-from keras_bahdanau.commands.train import _check_same_run
-from keras_bahdanau.commands.train import train
 from keras_bahdanau.config import ConfigError
 from keras_bahdanau.config import resolve_config
 from keras_bahdanau.data import load_corpus
+from keras_bahdanau.trainer import _check_same_run
+from keras_bahdanau.trainer import train
 from keras_bahdanau.training import compile_model
 from tests.run_fixture import reversal_corpus
 

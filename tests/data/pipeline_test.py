@@ -2,11 +2,11 @@ import keras
 import numpy as np
 import pytest
 
+from keras_bahdanau import tokenizers
 from keras_bahdanau.data import pipeline
-from keras_bahdanau.data import vocabulary
-from keras_bahdanau.data.vocabulary import BOS_ID
-from keras_bahdanau.data.vocabulary import EOS_ID
-from keras_bahdanau.data.vocabulary import PAD_ID
+from keras_bahdanau.reserved import BOS_ID
+from keras_bahdanau.reserved import EOS_ID
+from keras_bahdanau.reserved import PAD_ID
 
 
 def make_pairs(count=120, seed=0):
@@ -24,8 +24,8 @@ def make_pairs(count=120, seed=0):
 @pytest.fixture(scope="module")
 def data():
     pairs = make_pairs()
-    source = vocabulary.WordTokenizer.from_texts([s for s, _ in pairs], 100)
-    target = vocabulary.WordTokenizer.from_texts([t for _, t in pairs], 100)
+    source = tokenizers.WordTokenizer.from_texts([s for s, _ in pairs], 100)
+    target = tokenizers.WordTokenizer.from_texts([t for _, t in pairs], 100)
     return pairs, source, target
 
 

@@ -3,12 +3,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bahdanau.data import vocabulary
-from keras_bahdanau.data.vocabulary import BOS_ID
-from keras_bahdanau.data.vocabulary import EOS_ID
-from keras_bahdanau.data.vocabulary import PAD_ID
-from keras_bahdanau.data.vocabulary import RESERVED_TOKENS
-from keras_bahdanau.data.vocabulary import UNK_ID
+from keras_bahdanau import tokenizers as kt
+from keras_bahdanau.reserved import BOS_ID
+from keras_bahdanau.reserved import EOS_ID
+from keras_bahdanau.reserved import PAD_ID
+from keras_bahdanau.reserved import RESERVED_TOKENS
+from keras_bahdanau.reserved import UNK_ID
 
 # Sentences whose punctuation and spacing survive tokenize -> detokenize.
 SENTENCES = [
@@ -36,7 +36,7 @@ SIZES = {"word": 400, "wordpiece": 400, "unigram": 80, "bpe": 80}
 def tokenizers():
     # Repeated so that WordPiece's learner (minimum count 10) keeps pieces.
     return {
-        kind: vocabulary.build_tokenizer(kind, SENTENCES * 10, SIZES[kind])
+        kind: kt.build_tokenizer(kind, SENTENCES * 10, SIZES[kind])
         for kind in KINDS
     }
 
@@ -54,7 +54,7 @@ def test_reserved_ids_and_unknown_words(tokenizers, kind):
 
 
 def test_word_shortlist_keeps_the_most_frequent_words():
-    tokenizer = vocabulary.WordTokenizer.from_texts(
+    tokenizer = kt.WordTokenizer.from_texts(
         ["a a a b b c", "b a d"], max_vocabulary_size=6
     )
     assert tokenizer.vocabulary_size == 6
@@ -81,12 +81,12 @@ def test_round_trip(tokenizers, kind):
 
 
 def test_word_normalisation():
-    tokenizer = vocabulary.WordTokenizer.from_texts(SENTENCES, 1000)
+    tokenizer = kt.WordTokenizer.from_texts(SENTENCES, 1000)
     words = tokenizer.tokens("  Der\tApfel\u00a0ist  rot . ").numpy().tolist()
     assert words == [b"Der", b"Apfel", b"ist", b"rot", b"."]
     text = tokenizer.detokenize(tokenizer.tokenize("Der  Apfel ist rot .  "))
     assert text.numpy() == b"Der Apfel ist rot."
-    lowercase = vocabulary.WordTokenizer.from_texts(SENTENCES, 1000, True)
+    lowercase = kt.WordTokenizer.from_texts(SENTENCES, 1000, True)
     assert lowercase.tokens("ÄPFEL, BITTE!").numpy().tolist() == [
         "äpfel".encode(),
         b",",
@@ -130,22 +130,22 @@ def test_save_and_load(tokenizers, kind, tmp_path):
     tokenizer.save(tmp_path / kind)
     lines = (tmp_path / kind / "vocabulary.txt").read_text("utf-8")
     assert lines.split("\n")[:-1] == tokenizer.get_vocabulary()
-    loaded = vocabulary.load_tokenizer(tmp_path / kind)
+    loaded = kt.load_tokenizer(tmp_path / kind)
     assert type(loaded) is type(tokenizer)
     assert loaded.get_vocabulary() == tokenizer.get_vocabulary()
     assert loaded.tokenize(SENTENCES).to_list() == (
         tokenizer.tokenize(SENTENCES).to_list()
     )
     other = {
-        "word": vocabulary.WordPieceTokenizer,
-        "wordpiece": vocabulary.WordTokenizer,
-        "unigram": vocabulary.WordTokenizer,
-        "bpe": vocabulary.WordPieceTokenizer,
+        "word": kt.WordPieceTokenizer,
+        "wordpiece": kt.WordTokenizer,
+        "unigram": kt.WordTokenizer,
+        "bpe": kt.WordPieceTokenizer,
     }[kind]
     with pytest.raises(ValueError, match="not a"):
         other.load(tmp_path / kind)
     with pytest.raises(FileNotFoundError, match="tokenizer.json"):
-        vocabulary.load_tokenizer(tmp_path)
+        kt.load_tokenizer(tmp_path)
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -173,25 +173,25 @@ def test_saved_model_runs_the_same_ops(tokenizers, kind, tmp_path):
 
 def test_invalid_arguments(tmp_path):
     with pytest.raises(ValueError, match="must start with"):
-        vocabulary.WordTokenizer(["[UNK]", "[PAD]", "[BOS]", "[EOS]", "a"])
+        kt.WordTokenizer(["[UNK]", "[PAD]", "[BOS]", "[EOS]", "a"])
     with pytest.raises(ValueError, match="Received duplicates: \\['a'\\]"):
-        vocabulary.WordTokenizer(list(RESERVED_TOKENS) + ["a", "b", "a"])
+        kt.WordTokenizer(list(RESERVED_TOKENS) + ["a", "b", "a"])
     with pytest.raises(ValueError, match="no whitespace"):
-        vocabulary.WordTokenizer(list(RESERVED_TOKENS) + ["a b"])
+        kt.WordTokenizer(list(RESERVED_TOKENS) + ["a b"])
     with pytest.raises(ValueError, match="Received: kind='char'"):
-        vocabulary.build_tokenizer("char", SENTENCES, 100)
+        kt.build_tokenizer("char", SENTENCES, 100)
     with pytest.raises(ValueError, match="max_vocabulary_size=4"):
-        vocabulary.build_tokenizer("word", SENTENCES, 4)
+        kt.build_tokenizer("word", SENTENCES, 4)
     with pytest.raises(ValueError, match="empty"):
-        vocabulary.build_tokenizer("word", [], 100)
+        kt.build_tokenizer("word", [], 100)
     with pytest.raises(ValueError, match="shape=\\(1, 1\\)"):
-        vocabulary.WordTokenizer.from_texts(SENTENCES, 100).tokenize([["a"]])
+        kt.WordTokenizer.from_texts(SENTENCES, 100).tokenize([["a"]])
 
 
 @pytest.mark.parametrize("kind", SENTENCEPIECE_KINDS)
 def test_sentencepiece_sizes_and_reserved_ids(tokenizers, kind):
     tokenizer = tokenizers[kind]
-    assert isinstance(tokenizer, vocabulary.SentencePieceTokenizer)
+    assert isinstance(tokenizer, kt.SentencePieceTokenizer)
     # Exactly the size asked for, the reserved tokens at ids 0-3.
     assert tokenizer.vocabulary_size == SIZES[kind]
     assert tokenizer.get_vocabulary()[:4] == list(RESERVED_TOKENS)
@@ -203,7 +203,7 @@ def test_sentencepiece_sizes_and_reserved_ids(tokenizers, kind):
     assert UNK_ID in ids and len(ids) > 1
     assert tokenizer.detokenize(ids).numpy() == b"[UNK]rot"
     with pytest.raises(ValueError, match="max_vocabulary_size=5000"):
-        vocabulary.build_tokenizer(kind, SENTENCES, 5000)
+        kt.build_tokenizer(kind, SENTENCES, 5000)
 
 
 @pytest.mark.parametrize("kind", SENTENCEPIECE_KINDS)
@@ -224,7 +224,7 @@ def test_sentencepiece_normalises_spaces_only(tokenizers, kind):
     ids = tokenizer.tokenize(["", "  "]).to_list()
     assert ids == [[], []]
     assert tokenizer.detokenize([EOS_ID]).numpy() == b""
-    lowercase = vocabulary.build_tokenizer(
+    lowercase = kt.build_tokenizer(
         kind, SENTENCES * 10, SIZES[kind], lowercase=True
     )
     assert lowercase.tokenize("DER APFEL").numpy().tolist() == (
@@ -233,8 +233,8 @@ def test_sentencepiece_normalises_spaces_only(tokenizers, kind):
 
 
 def test_sentencepiece_learns_the_same_model_twice():
-    first = vocabulary.build_tokenizer("unigram", SENTENCES * 10, 80)
-    second = vocabulary.build_tokenizer("unigram", SENTENCES * 10, 80)
+    first = kt.build_tokenizer("unigram", SENTENCES * 10, 80)
+    second = kt.build_tokenizer("unigram", SENTENCES * 10, 80)
     assert first.get_vocabulary() == second.get_vocabulary()
 
 
@@ -242,10 +242,10 @@ def test_sentencepiece_learns_the_same_model_twice():
 def test_sentencepiece_writes_no_log(kind, tmp_path, capfd):
     # SentencePiece's C++ log bypasses sys.stderr: capfd reads the process's
     # file descriptors 1 and 2.
-    tokenizer = vocabulary.build_tokenizer(kind, SENTENCES * 10, SIZES[kind])
+    tokenizer = kt.build_tokenizer(kind, SENTENCES * 10, SIZES[kind])
     tokenizer.tokenize(SENTENCES)
     tokenizer.save(tmp_path)
-    loaded = vocabulary.load_tokenizer(tmp_path)
+    loaded = kt.load_tokenizer(tmp_path)
     loaded.detokenize(loaded.tokenize(SENTENCES))
     list(tf.data.Dataset.from_tensors(SENTENCES).map(loaded.tokenize))
     out, err = capfd.readouterr()

@@ -6,7 +6,7 @@ from keras import ops
 from keras_bahdanau.initializers import BlockOrthogonal
 from keras_bahdanau.initializers import paper_initializers
 from keras_bahdanau.layers.context_gru_cell import ContextGRUCell
-from keras_bahdanau.models.rnn_search_presets import RNN_ENC_DEC_PRESETS
+from keras_bahdanau.models.rnn_enc_dec.presets import RNN_ENC_DEC_PRESETS
 from keras_bahdanau.models.translation_model import RNNTranslationModel
 
 

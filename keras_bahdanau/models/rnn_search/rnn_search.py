@@ -6,7 +6,7 @@ from keras import ops
 from keras_bahdanau.initializers import BlockOrthogonal
 from keras_bahdanau.initializers import paper_initializers
 from keras_bahdanau.layers.attention_decoder import AttentionDecoder
-from keras_bahdanau.models.rnn_search_presets import RNN_SEARCH_PRESETS
+from keras_bahdanau.models.rnn_search.presets import RNN_SEARCH_PRESETS
 from keras_bahdanau.models.translation_model import RNNTranslationModel
 from keras_bahdanau.validation import check_int
 

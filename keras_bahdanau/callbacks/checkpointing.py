@@ -14,18 +14,15 @@ import json
 import math
 import operator
 import shutil
-import time
 import warnings
 from pathlib import Path
 
 import keras
 import numpy as np
 
-from keras_bahdanau.evaluation import corpus_scores
 from keras_bahdanau.run_directory import atomic_write
 from keras_bahdanau.run_directory import atomic_write_text
 from keras_bahdanau.validation import check_choice
-from keras_bahdanau.validation import check_int
 
 # The files `keras.callbacks.BackupAndRestore` restores from, in its
 # `backup_dir` (Keras names them in private attributes only);
@@ -283,155 +280,3 @@ class FiniteBackupAndRestore(keras.callbacks.BackupAndRestore):
                 f"Writing the backup in {self.backup_dir} failed: "
                 f"{error.strerror or error}. Training stopped",
             ) from error
-
-
-class EpochWeights(keras.callbacks.Callback):
-    """Keeps the weights of the last `keep` epochs, for `average_weights`.
-
-    At each epoch end it writes `directory/epoch_NNNN.weights.h5` (epochs
-    counted from 1) with `save_atomically`, and deletes older epochs' files
-    beyond the last `keep`. Place it before the backup callback, so that a
-    backup marking an epoch done comes after its file.
-
-    Args:
-        directory: the folder of the files, created when training starts.
-        keep: int >= 1, how many epochs to keep.
-
-    Raises:
-        CheckpointError: a file could not be written.
-        FloatingPointError: the weights hold NaN or Inf; nothing written.
-    """
-
-    def __init__(self, directory, keep):
-        super().__init__()
-        self.directory = Path(directory)
-        check_int("keep", keep)
-        self.keep = keep
-
-    def on_train_begin(self, logs=None):
-        self.directory.mkdir(parents=True, exist_ok=True)
-
-    def on_epoch_end(self, epoch, logs=None):
-        path = self.directory / f"epoch_{epoch + 1:04d}.weights.h5"
-        save_atomically(self.model, path)
-        for old in epoch_weight_files(self.directory)[: -self.keep]:
-            old.unlink()
-
-
-class TimeBudget(keras.callbacks.Callback):
-    """Stops training before an epoch that would end past `minutes`.
-
-    Each finished epoch's wall time (with its validation and the epoch-end
-    work of the callbacks before this one, such as dev BLEU) is written to
-    `path`, a JSON object keyed by epoch: a resumed run counts the epochs
-    of earlier processes, and a repeated epoch replaces its entry.
-    Training stops if the epochs so far plus one more as long as the last
-    one would pass `minutes`.
-
-    Args:
-        path: the JSON file of the epochs' seconds.
-        minutes: float > 0, the budget.
-        clock: a function returning seconds (`time.monotonic`).
-    """
-
-    def __init__(self, path, minutes, clock=time.monotonic):
-        super().__init__()
-        if not minutes > 0:
-            raise ValueError(f"`minutes` must be positive. Received: {minutes}")
-        self.path = Path(path)
-        self.minutes = minutes
-        self.clock = clock
-        self.stopped_epoch = None
-
-    def on_train_begin(self, logs=None):
-        # `{epoch: seconds}` (0-based) of the epochs of earlier processes.
-        self._seconds = {}
-        if self.path.is_file():
-            saved = json.loads(self.path.read_text(encoding="utf-8"))
-            self._seconds = {int(e): t for e, t in saved.items()}
-
-    def on_epoch_begin(self, epoch, logs=None):
-        self._start = self.clock()
-
-    def on_epoch_end(self, epoch, logs=None):
-        took = self.clock() - self._start
-        self._seconds[epoch] = took
-        atomic_write_text(self.path, json.dumps(self._seconds))
-        spent = sum(t for e, t in self._seconds.items() if e <= epoch)
-        last = epoch + 1 == self.params.get("epochs")  # ends anyway
-        if spent + took > 60.0 * self.minutes and not last:
-            self.model.stop_training = True
-            self.stopped_epoch = epoch
-            print(
-                f"Time budget: stopping after epoch {epoch + 1}; "
-                f"{spent / 60:.1f} of {self.minutes:g} minutes spent and an "
-                f"epoch takes about {took / 60:.1f}."
-            )
-
-
-def epoch_weight_files(directory):
-    """The files `EpochWeights` wrote in `directory`, oldest first."""
-    return sorted(Path(directory).glob("epoch_[0-9]*.weights.h5"))
-
-
-def average_weights(model, paths):
-    """Sets `model`'s weights to the mean of the weight files `paths`.
-
-    Checkpoint averaging smooths the noise of the last updates (Vaswani et
-    al., 2017, arXiv:1706.03762, section 6.1, average the last 5).
-    Floating-point variables are averaged in float64 and cast back; others
-    (integer states) take the last file's values.
-
-    Args:
-        model: a built model of the architecture that wrote the files.
-        paths: `.weights.h5` files written by `model.save_weights`
-            (e.g. `EpochWeights`'s), at least one.
-
-    Returns:
-        `model`, its weights now the average.
-    """
-    paths = list(paths)
-    if not paths:
-        raise ValueError("`paths` is empty: there is nothing to average.")
-    total = [np.zeros(w.shape, "float64") for w in model.get_weights()]
-    for path in paths:
-        model.load_weights(path)
-        weights = model.get_weights()
-        for accumulator, weight in zip(total, weights, strict=True):
-            accumulator += weight  # integers too: their sums go unused
-    model.set_weights(
-        [
-            (accumulator / len(paths)).astype(weight.dtype)
-            if np.issubdtype(weight.dtype, np.floating)
-            else weight
-            for accumulator, weight in zip(total, weights, strict=True)
-        ]
-    )
-    return model
-
-
-class DevScores(keras.callbacks.Callback):
-    """Dev BLEU and chrF at the end of each epoch, as `val_bleu`/`val_chrf`.
-
-    Scores the dev translations of the model being trained with
-    sacreBLEU, into the epoch's logs: later callbacks (CSV log,
-    TensorBoard, `EarlyStopping`, ...) see them and can monitor `val_bleu`
-    (mode `max`). On small data the dev loss starts rising epochs before
-    BLEU stops improving.
-
-    Args:
-        translate: a function of no argument returning the translations
-            (list of str) of the dev sources with the current weights.
-        references: list of str, one per dev source.
-    """
-
-    def __init__(self, translate, references):
-        super().__init__()
-        self.translate = translate
-        self.references = list(references)
-
-    def on_epoch_end(self, epoch, logs=None):
-        scores = corpus_scores(self.translate(), self.references)
-        if logs is not None:
-            logs["val_bleu"] = scores["bleu"]
-            logs["val_chrf"] = scores["chrf"]

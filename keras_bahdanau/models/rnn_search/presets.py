@@ -1,4 +1,4 @@
-"""Presets of `RNNSearch` and `RNNEncDec`.
+"""Presets of `RNNSearch` (and, renamed, of `RNNEncDec`).
 
 `*_50` and `*_30` are the paper's sizes (Bahdanau et al. 2015, section 4.2):
 30,000-word shortlists, 620-dimensional embeddings, 1000 hidden units, a
@@ -34,11 +34,4 @@ RNN_SEARCH_PRESETS = {
     "rnnsearch_30": _PAPER,
     "rnnsearch_small": _SMALL,
     "rnnsearch_tiny": _TINY,
-}
-
-RNN_ENC_DEC_PRESETS = {
-    "rnnencdec_50": _PAPER,
-    "rnnencdec_30": _PAPER,
-    "rnnencdec_small": _SMALL,
-    "rnnencdec_tiny": _TINY,
 }

@@ -1,0 +1,79 @@
+"""Building a tokenizer by kind, and loading any saved one."""
+
+import json
+import pathlib
+
+from keras_bahdanau.tokenizers.sentence_piece_tokenizer import (
+    SentencePieceTokenizer,
+)
+from keras_bahdanau.tokenizers.tokenizer import CONFIG_FILE
+from keras_bahdanau.tokenizers.word_piece_tokenizer import WordPieceTokenizer
+from keras_bahdanau.tokenizers.word_tokenizer import WordTokenizer
+
+TOKENIZERS = {
+    "word": WordTokenizer,
+    "wordpiece": WordPieceTokenizer,
+    "unigram": SentencePieceTokenizer,
+    "bpe": SentencePieceTokenizer,
+}
+
+
+def build_tokenizer(kind, texts, max_vocabulary_size, lowercase=False):
+    """Builds a tokenizer of the given kind from training texts.
+
+    Args:
+        kind: `"word"` (frequency shortlist), `"wordpiece"`, or the
+            SentencePiece subwords `"unigram"` and `"bpe"`.
+        texts: list of strings in one language.
+        max_vocabulary_size: the most tokens, reserved ones included; the
+            paper uses 30,000 words.
+        lowercase: whether to lowercase text before tokenizing.
+
+    Returns:
+        A `Tokenizer` of the class `TOKENIZERS[kind]`.
+
+    Example:
+
+    >>> pairs = ding_de_en("train")
+    >>> source_tokenizer = build_tokenizer(
+    ...     "word", [source for source, _ in pairs], 30000
+    ... )
+    """
+    if kind not in TOKENIZERS:
+        raise ValueError(
+            f"`kind` must be one of {sorted(TOKENIZERS)}. Received: "
+            f"kind={kind!r}"
+        )
+    texts = list(texts)
+    if not texts:
+        raise ValueError("`texts` is empty: a vocabulary needs some text.")
+    cls = TOKENIZERS[kind]
+    options = {"model_type": kind} if cls is SentencePieceTokenizer else {}
+    return cls.from_texts(texts, max_vocabulary_size, lowercase, **options)
+
+
+def load_tokenizer(path):
+    """Loads any tokenizer saved with `Tokenizer.save(path)`.
+
+    Args:
+        path: the folder holding `vocabulary.txt` and `tokenizer.json`.
+
+    Returns:
+        A `WordTokenizer`, `WordPieceTokenizer` or `SentencePieceTokenizer`.
+    """
+    path = pathlib.Path(path)
+    config_path = path / CONFIG_FILE
+    if not config_path.is_file():
+        raise FileNotFoundError(
+            f"No {CONFIG_FILE} in {str(path)!r}: not a folder written by "
+            "`Tokenizer.save()`."
+        )
+    config = json.loads(config_path.read_text(encoding="utf-8"))
+    class_name = config.pop("class_name")
+    classes = {cls.__name__: cls for cls in TOKENIZERS.values()}
+    if class_name not in classes:
+        raise ValueError(
+            f"Unknown tokenizer class in {str(config_path)!r}. Received: "
+            f"class_name={class_name!r}; expected one of {sorted(classes)}."
+        )
+    return classes[class_name]._from_folder(path, config)
