@@ -12,7 +12,9 @@ Usage:
     python results/render.py          # rewrites both files
     python results/render.py --check  # exit status 1 if either differs
 
-A kind of record that does not exist yet is left out. Records marked
+A kind of record that does not exist yet is left out. The records named
+`small_data_*.json`, the runs that docs/small_data.md describes, have a
+section of their own, under that page's headings. Records marked
 `"transcribed": true` hold figures copied from the documentation of an
 earlier release whose raw output was not kept; they are shown with a
 mark and their `source`.
@@ -35,6 +37,9 @@ TRANSCRIBED = (
     f"{MARK} transcribed from the documentation of an earlier release; "
     "raw output not kept."
 )
+# Records of the runs that docs/small_data.md describes: their own section.
+SMALL_DATA = "small_data_"
+SMALL_DATA_PAGE = ROOT / "docs" / "small_data.md"
 # The order of the sections, and of the kinds in them.
 TRAINING_KINDS = ("demo", "train")
 KINDS = (
@@ -44,6 +49,8 @@ KINDS = (
     "decode_throughput",
     "train_throughput",
     "serving_latency",
+    "length_penalty",
+    "evaluate",
 )
 
 
@@ -104,6 +111,12 @@ def table(titles, rows):
     ]
     lines += ["| " + " | ".join(map(str, row)) + " |" for row in rows]
     return lines
+
+
+def scores(results, split):
+    """The BLEU / chrF cell of a split of a run's `results`."""
+    split = (results or {}).get(split) or {}
+    return f"{number(split.get('bleu'))} / {number(split.get('chrf'))}"
 
 
 def date(record):
@@ -194,9 +207,10 @@ def training_section(found):
                 number(figures.get("parameters"), 0),
                 figures.get("epochs") or "-",
                 number(figures.get("training_minutes"), 1),
-                f"{number(dev.get('bleu'))} / {number(dev.get('chrf'))}",
-                f"{number(test.get('bleu'))} / {number(test.get('chrf'))}",
+                scores(results, "dev"),
+                scores(results, "test"),
                 f"{dev.get('sentences', '-')} / {test.get('sentences', '-')}",
+                number(test.get("ms_per_sentence"), 1),
             ]
         )
     lines = [
@@ -216,6 +230,7 @@ def training_section(found):
                 "dev BLEU / chrF",
                 "test BLEU / chrF",
                 "sentences dev / test",
+                "test ms / sentence",
             ],
             rows,
         ),
@@ -595,6 +610,170 @@ def serving_section(found):
     ]
 
 
+# The figures of a small-data record, and of its log, that its tables show.
+SHOWN = ("section", "run", "change", "results", "epochs", "best_epoch", "log")
+LOGGED = ("epoch", "val_bleu", "val_chrf")
+
+
+def split_small_data(found):
+    """(the records of docs/small_data.md's runs, the others) of `found`."""
+    small = {n: r for n, r in found.items() if n.startswith(SMALL_DATA)}
+    return small, {n: r for n, r in found.items() if n not in small}
+
+
+def _other_figures(figures):
+    """The figures of a small-data record that its tables do not show."""
+    parts = [
+        f"{key} {json.dumps(value)}"
+        for key, value in figures.items()
+        if key not in SHOWN and value not in (None, [], {})
+    ]
+    parts += [
+        f"epoch {row['epoch'] + 1}: "
+        + ", ".join(f"{k} {v}" for k, v in row.items() if k not in LOGGED)
+        for row in figures.get("log") or []
+        if set(row) - set(LOGGED)
+    ]
+    return "; ".join(parts)
+
+
+def _by_epoch(log):
+    """Dev BLEU of each epoch of a log, with "/ chrF" where it was logged."""
+    rows = {row["epoch"]: row for row in log}
+    rows = [rows.get(epoch, {}) for epoch in range(max(rows) + 1)]
+    return [
+        " / ".join(number(row[key]) for key in LOGGED[1:] if key in row) or "-"
+        for row in rows
+    ]
+
+
+def small_data_section(found):
+    page = SMALL_DATA_PAGE.read_text(encoding="utf-8")
+    groups = {}
+    for name, record in found.items():
+        section = record["figures"].get("section") or "Other runs"
+        groups.setdefault(section, {})[name] = record
+    lines = [
+        "## Small-data recipe ([docs/small_data.md](small_data.md))",
+        "",
+        "The runs of docs/small_data.md, under its heading that shows them:",
+        "dev and test scores of the best checkpoint on the whole splits,",
+        "then dev BLEU on the first 300 dev sentences (the selection",
+        "subset) after each epoch, with `/ chrF` where the page gives it.",
+        "",
+    ]
+    # In the order of the page's headings; one it lacks goes last.
+    for section in sorted(
+        groups, key=lambda title: page.find(f"# {title}\n") % (len(page) + 1)
+    ):
+        group, rows, logs, others = groups[section], [], {}, []
+        for name, record in group.items():
+            figures = record["figures"]
+            results = figures.get("results") or {}
+            sentences = [
+                (results.get(s) or {}).get("sentences") for s in ("dev", "test")
+            ]
+            rows.append(
+                [
+                    name_cell(name, record),
+                    figures.get("run") or "-",
+                    figures.get("change") or "-",
+                    figures.get("epochs") or "-",
+                    figures.get("best_epoch") or "-",
+                    scores(results, "dev"),
+                    scores(results, "test"),
+                    " / ".join(str(count or "-") for count in sentences),
+                ]
+            )
+            if figures.get("log"):
+                logs[name_cell(name, record)] = _by_epoch(figures["log"])
+            if _other_figures(figures):
+                others.append(
+                    f"- {name_cell(name, record)}: {_other_figures(figures)}."
+                )
+        titles = ["record", "run", "change", "epochs", "best epoch"]
+        titles += ["dev BLEU / chrF", "test BLEU / chrF", "sentences"]
+        lines += [f"### {section}", "", *table(titles, rows), ""]
+        if logs:
+            width = max(map(len, logs.values()))
+            titles = ["dev BLEU (300) by epoch", *map(str, range(1, width + 1))]
+            rows = [
+                [cell, *cells] + ["-"] * (width - len(cells))
+                for cell, cells in logs.items()
+            ]
+            lines += [*table(titles, rows), ""]
+        if others:
+            lines += ["Other figures of these records:", "", *others, ""]
+    return lines
+
+
+def length_penalty_section(found):
+    lines = [
+        "## Length penalty (`examples/tune_length_penalty.py`)",
+        "",
+        "Dev BLEU, chrF and length ratio (hypothesis words / reference",
+        "words) of a run's best checkpoint at each GNMT length penalty",
+        "alpha; the alpha of the best BLEU is marked (best).",
+        "",
+    ]
+    for name, record in found.items():
+        for run in record["figures"].get("runs") or []:
+            rows = [
+                [
+                    number(row["alpha"])
+                    + (" (best)" if row["alpha"] == run["best_alpha"] else ""),
+                    number(row["bleu"]),
+                    number(row["chrf"]),
+                    number(row["length_ratio"], 3),
+                ]
+                for row in run["alphas"]
+            ]
+            lines += [
+                f"### {name_cell(name, record)}: `{run['run_dir']}`",
+                "",
+                f"{run['architecture']}, {run['sentences']} dev sentences, "
+                f"beam {run['beam_size']}; `{run['bleu_signature']}`.",
+                "",
+                *table(["alpha", "dev BLEU", "dev chrF", "length ratio"], rows),
+                "",
+            ]
+    return lines
+
+
+def evaluation_section(found):
+    rows = []
+    for name, record in found.items():
+        for label, result in record["figures"].items():
+            search = result.get("search") or {}
+            buckets = result.get("by_length") or []
+            # Every sentence falls in one bucket of source length.
+            sentences = sum(bucket["num_sentences"] for bucket in buckets)
+            rows.append(
+                [
+                    name_cell(name, record),
+                    label,
+                    result.get("split") or "-",
+                    _search(search) if search else "-",
+                    number(search.get("length_penalty")),
+                    number(result.get("bleu")),
+                    number(result.get("chrf")),
+                    number(sentences or None, 0),
+                    number(result.get("seconds"), 1),
+                ]
+            )
+    titles = ["record", "run", "split", "search", "alpha", "BLEU", "chrF"]
+    return [
+        "## Evaluations (`keras-bahdanau evaluate --record`)",
+        "",
+        "BLEU and chrF of a run's best checkpoint on a split of its corpus",
+        "(`-`: files given with `--source`); seconds of translating and",
+        "scoring, the first batches' compilation included.",
+        "",
+        *table([*titles, "sentences", "seconds"], rows),
+        "",
+    ]
+
+
 SECTIONS = (
     (TRAINING_KINDS, training_section),
     (("reproduce_bahdanau",), reproduction_section),
@@ -602,6 +781,8 @@ SECTIONS = (
     (("decode_throughput",), decoding_section),
     (("train_throughput",), training_speed_section),
     (("serving_latency",), serving_section),
+    (("length_penalty",), length_penalty_section),
+    (("evaluate",), evaluation_section),
 )
 
 
@@ -625,13 +806,16 @@ def render_page(found):
     ]
     if any(record.get("transcribed") for record in found.values()):
         lines += [TRANSCRIBED, ""]
+    small, rest = split_small_data(found)
     known = set()
     for kinds, section in SECTIONS:
-        some = of_kind(found, *kinds)
+        some = of_kind(rest, *kinds)
         known |= set(kinds)
         if some:
             lines += section(some)
-    others = {n: r for n, r in found.items() if r["kind"] not in known}
+    if small:
+        lines += small_data_section(small)
+    others = {n: r for n, r in rest.items() if r["kind"] not in known}
     if others:
         lines += [
             "## Other records",
@@ -650,6 +834,7 @@ def render_page(found):
 
 def render_readme_table(found):
     """The README's results table: the headline figure of each record."""
+    _, found = split_small_data(found)
     rows = []
     for name, record in of_kind(found, "demo").items():
         figures = record["figures"]
@@ -664,6 +849,25 @@ def render_readme_table(found):
                 + ": dev / test BLEU",
                 f"{number((results.get('dev') or {}).get('bleu'))} / "
                 f"{number((results.get('test') or {}).get('bleu'))}",
+                name_cell(name, record),
+            ]
+        )
+    for name, record in of_kind(found, "train").items():
+        figures = record["figures"]
+        model = (record.get("config") or {}).get("model") or {}
+        results = figures.get("results") or {}
+        test = results.get("test") or {}
+        epochs = figures.get("epochs")
+        speed = test.get("ms_per_sentence")
+        rows.append(
+            [
+                f"`train{config_flag(record)}`, {describe(model)}"
+                + (f", {epochs} epochs" if epochs else "")
+                + ": dev / test BLEU"
+                + ("; test ms per sentence, beam" if speed else ""),
+                f"{number((results.get('dev') or {}).get('bleu'))} / "
+                f"{number(test.get('bleu'))}"
+                + (f"; {number(speed, 1)} ms" if speed else ""),
                 name_cell(name, record),
             ]
         )

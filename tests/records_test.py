@@ -340,3 +340,116 @@ def test_a_file_that_is_not_a_record_is_named(tmp_path):
     (tmp_path / "bad.json").write_text("{")
     with pytest.raises(ValueError, match="bad.json is not JSON"):
         render.load_records(tmp_path)
+
+
+def test_length_penalty_and_evaluate_records_have_sections(
+    tmp_path, monkeypatch
+):
+    alphas = [
+        {"alpha": alpha, "bleu": bleu, "chrf": 30.0, "length_ratio": ratio}
+        for alpha, bleu, ratio in ((0.0, 5.5, 0.9125), (0.6, 6.25, 0.98))
+    ]
+    records.write_record(
+        tmp_path / "penalty.json",
+        "length_penalty",
+        {
+            "runs": [
+                {
+                    "run_dir": "runs/tiny",
+                    "architecture": "rnnsearch",
+                    "sentences": 300,
+                    "beam_size": 5,
+                    "bleu_signature": "nrefs:1",
+                    "alphas": alphas,
+                    "best_alpha": 0.6,
+                }
+            ]
+        },
+    )
+    search = {"beam_size": 5, "n_best": 1, "length_penalty": 0.6}
+    records.write_record(
+        tmp_path / "evaluate.json",
+        "evaluate",
+        {
+            "tiny": {
+                "bleu": 7.125,
+                "chrf": 31.5,
+                "by_length": [
+                    {"min_length": 1, "max_length": 10, "num_sentences": 3},
+                    {"min_length": 11, "max_length": 20, "num_sentences": 2},
+                ],
+                "seconds": 12.34,
+                "run_dir": "runs/tiny",
+                "split": "test",
+                "search": search,
+            }
+        },
+    )
+    monkeypatch.setattr(render, "RESULTS", tmp_path)
+    page = render.render_page(render.load_records())
+    assert "Other records" not in page
+    penalty = page[page.index("## Length penalty") :]
+    assert "### `penalty.json`: `runs/tiny`" in penalty
+    assert "| 0.00 | 5.50 | 30.00 | 0.912 |" in penalty
+    assert "| 0.60 (best) | 6.25 | 30.00 | 0.980 |" in penalty
+    # Sentences: the by-length buckets' counts.
+    assert (
+        "| `evaluate.json` | tiny | test | beam 5 | 0.60 | 7.12 | 31.50 | 5 "
+        "| 12.3 |"
+    ) in page
+    assert render.render_readme_table(render.load_records()) == ""
+
+
+def test_small_data_records_have_their_own_section(tmp_path, monkeypatch):
+    folder = tmp_path / "results"
+    for name, section, bleu in (
+        ("small_data_a", "Second", 1.25),
+        ("small_data_b", "First", 2.5),
+        ("train", None, 3.75),
+    ):
+        records.write_record(
+            folder / f"{name}.json",
+            "train",
+            {
+                "section": section,
+                "run": name,
+                "change": "none",
+                "results": {"dev": {"bleu": bleu, "sentences": 9}},
+                "log": [{"epoch": 1, "val_bleu": bleu, "val_loss": 4.5}],
+            },
+            transcribed=True,
+            source="a page",
+        )
+    page_of_runs = tmp_path / "small_data.md"
+    page_of_runs.write_text("# Runs\n\n## First\n\n### Second\n")
+    monkeypatch.setattr(render, "SMALL_DATA_PAGE", page_of_runs)
+    found = render.load_records(folder)
+    page = render.render_page(found)
+    training = page[: page.index("## Small-data recipe")]
+    small_data = page[page.index("## Small-data recipe") :]
+    assert "3.75 / -" in training and "small_data_" not in training
+    # Under the page's headings, in its order; each run's log by epoch.
+    assert small_data.index("### First") < small_data.index("### Second")
+    assert "| `small_data_b.json` † | small_data_b | none | - | - |" in (
+        small_data
+    )
+    assert f"| `small_data_a.json` {render.MARK} | - | 1.25 |" in small_data
+    assert "epoch 2: val_loss 4.5" in small_data
+    assert "small_data_" not in render.render_readme_table(found)
+
+
+def test_small_data_records_hold_the_figures_of_their_page():
+    page = (_ROOT / "docs" / "small_data.md").read_text(encoding="utf-8")
+    found, _ = render.split_small_data(render.load_records())
+    assert found
+    for name, record in found.items():
+        figures = record["figures"]
+        assert record["transcribed"] and figures["section"] in page, name
+        values = [
+            scores.get(key)
+            for scores in (figures["results"] or {}).values()
+            for key in ("bleu", "chrf")
+        ]
+        values += [row.get("val_bleu") for row in figures["log"] or []]
+        for value in values:
+            assert value is None or f"{value:.2f}" in page, (name, value)

@@ -154,6 +154,9 @@ def build_run_dir(path, fit_epochs=0, seed=0, architecture="rnnsearch"):
                 "training.optimizer=adam",
                 "training.learning_rate=0.02",
                 f"training.seed={seed}",
+                # SearchConfig's default: tests compare the commands, which
+                # take the run's alpha, with searches of their own.
+                "evaluation.length_penalty=0",
             ]
         ),
         "parameters": model.count_params(),
