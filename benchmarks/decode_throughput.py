@@ -86,7 +86,7 @@ import time
 from keras_bahdanau.startup import start_tensorflow
 
 # Before Keras loads TensorFlow: without its C++ start-up log.
-start_tensorflow()
+start_tensorflow(torch_first=True)
 
 import keras
 import numpy as np

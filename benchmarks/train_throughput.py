@@ -42,7 +42,7 @@ import time
 from keras_bahdanau.startup import start_tensorflow
 
 # Before Keras loads TensorFlow: without its C++ start-up log.
-start_tensorflow()
+start_tensorflow(torch_first=True)
 
 import numpy as np
 from _memory import keras_device_and_peak_memory

@@ -83,11 +83,11 @@ timed): 40-60 steps of each model, timed after compilation, with JAX on
 2 cores shared with a test suite, took 1.3 s a step for RNNsearch-30 and
 1.6 for RNNsearch-50 at a 1-minute load average of about 2, 2.1 for
 RNNencdec-50 and 2.8 for RNNsearch-50 at about 3.5, and 7.4 for
-Pervasive Attention at about 2.5. At a load of 2, 1,000 steps would take
-about 15 minutes (RNNencdec-30, extrapolated), 21, 19, 26 and 100-125
-(Pervasive Attention), some 3 hours for the five models, plus a few
-minutes each for compilation and evaluation: 3 to 3.5 hours in all, and
-up to 6 on busier cores.
+Pervasive Attention (its previous, untied configuration) at about 2.5.
+At a load of 2, 1,000 steps would take about 15 minutes (RNNencdec-30,
+extrapolated), 21, 19, 26 and 100-125 (that Pervasive Attention), some 3
+hours for the five models, plus a few minutes each for compilation and
+evaluation: 3 to 3.5 hours in all, and up to 6 on busier cores.
 """
 
 import importlib.util
