@@ -122,19 +122,27 @@ def read_metadata(path):
 def check_preset(path):
     """Checks that a preset folder is whole, without building its model.
 
+    Returns:
+        What it read: `(metadata, model_config, settings, tokenizers)`,
+        `tokenizers` the source and the target one.
+
     Raises:
         FileNotFoundError, RunDirectoryError: as `load_preset`.
     """
     path = Path(path)
-    read_metadata(path)
-    for name in (CONFIG, TRANSLATOR):
-        _read_json(path / name)
+    metadata = read_metadata(path)
+    config, settings = (
+        _read_json(path / name) for name in (CONFIG, TRANSLATOR)
+    )
     if not (path / WEIGHTS).is_file():
         raise FileNotFoundError(
             f"{path / WEIGHTS} is missing: not a whole preset."
         )
-    for side in ("source", "target"):
+    tokenizers = [
         run_directory.load_vocabulary(path, _VOCABULARIES[side])
+        for side in ("source", "target")
+    ]
+    return metadata, config, settings, tokenizers
 
 
 def load_preset(path):
@@ -150,14 +158,8 @@ def load_preset(path):
             keras_bahdanau model, or asks to run code on loading.
     """
     path = Path(path)
-    check_preset(path)
-    config = _read_json(path / CONFIG)
-    settings = _read_json(path / TRANSLATOR)
+    _, config, settings, tokenizers = check_preset(path)
     weights = path / WEIGHTS
-    tokenizers = [
-        run_directory.load_vocabulary(path, _VOCABULARIES[side])
-        for side in ("source", "target")
-    ]
     try:
         model = keras.saving.deserialize_keras_object(config, safe_mode=True)
         model.load_weights(weights)
