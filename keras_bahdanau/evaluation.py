@@ -11,19 +11,10 @@ import time
 
 from keras_bahdanau import run_directory
 from keras_bahdanau.data import WordTokenizer
-from keras_bahdanau.decoding import SearchConfig
+from keras_bahdanau.decoding.config import run_search
 from keras_bahdanau.metrics import bleu_by_length
 from keras_bahdanau.metrics import corpus_scores
 from keras_bahdanau.translator import Translator
-
-
-def run_search(evaluation):
-    """The `SearchConfig` of a config's `[evaluation]` table: its beam and
-    length penalty, the rest at their defaults."""
-    return SearchConfig(
-        beam_size=evaluation["beam_size"],
-        length_penalty=evaluation.get("length_penalty", 0.0),
-    )
 
 
 def evaluate(

@@ -21,6 +21,7 @@ from keras_bahdanau.decoding import SearchConfig
 from keras_bahdanau.decoding import SearchResult
 from keras_bahdanau.decoding import as_search_config
 from keras_bahdanau.decoding import compile_search
+from keras_bahdanau.decoding.config import run_search
 from keras_bahdanau.reserved import BOS
 from keras_bahdanau.reserved import PAD
 from keras_bahdanau.reserved import UNK_ID
@@ -284,10 +285,7 @@ class Translator:
         evaluation = config.get("evaluation") or {}
         if search is None and "beam_size" in evaluation:
             # The run's own search, as its dev and test scores used.
-            search = SearchConfig(
-                beam_size=evaluation["beam_size"],
-                length_penalty=evaluation.get("length_penalty", 0.0),
-            )
+            search = run_search(evaluation)
         return cls(
             model,
             source,

@@ -79,6 +79,15 @@ class SearchConfig:
         )
 
 
+def run_search(evaluation):
+    """The `SearchConfig` of a config's `[evaluation]` table: its beam and
+    length penalty, the rest at their defaults."""
+    return SearchConfig(
+        beam_size=evaluation["beam_size"],
+        length_penalty=evaluation.get("length_penalty", 0.0),
+    )
+
+
 def as_search_config(search):
     """`search`, or `SearchConfig()` for None; a `ValueError` otherwise."""
     if search is None:
