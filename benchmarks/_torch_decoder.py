@@ -33,7 +33,7 @@ t_i   = maxout over pairs of ([U_o, V_o, C_o] [s_{i-1}; E y_{i-1}; c_i]
 logits = W_o t_i + b
 ```
 
-Search rules (as `keras_bahdanau.decoding.search`): the float32
+Search rules (as `keras_bahdanau.decoding.beam_search`): the float32
 log-softmax of the logits; `[PAD]` and `[BOS]` are never emitted, and the
 last of `max_length` tokens can only be EOS. Greedy search takes the
 argmax until every sentence has said EOS. Beam search keeps the

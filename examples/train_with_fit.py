@@ -1,9 +1,9 @@
 """Your own training script: the public API of keras_bahdanau, no config file.
 
-Builds SentencePiece (or word) tokenizers, the tf.data pipeline and an
-RNNsearch, trains it with `model.fit` and Keras callbacks, translates the
-dev set with beam search and exports a TF Serving SavedModel. Runs
-unchanged on every backend:
+Builds SentencePiece (or word) tokenizers, their `TranslationPreprocessor`
+(the tf.data pipeline) and an RNNsearch, trains it with `model.fit` and
+Keras callbacks, translates the dev set with beam search and exports a TF
+Serving SavedModel. Runs unchanged on every backend:
 
     KERAS_BACKEND=jax python examples/train_with_fit.py \
         --source train.de --target train.en --epochs 10
@@ -20,11 +20,11 @@ start_tensorflow()
 import keras
 
 from keras_bahdanau import data
-from keras_bahdanau import export
 from keras_bahdanau import models
 from keras_bahdanau import run_directory
 from keras_bahdanau import training
 from keras_bahdanau.decoding import SearchConfig
+from keras_bahdanau.preprocessor import TranslationPreprocessor
 from keras_bahdanau.translator import Translator
 
 
@@ -49,9 +49,12 @@ def main(argv=None):
     sources, targets = zip(*splits["train"], strict=True)
     source = data.build_tokenizer(args.tokenizer, sources, args.vocabulary_size)
     target = data.build_tokenizer(args.tokenizer, targets, args.vocabulary_size)
-    batch = args.batch_size
-    train, _ = data.make_dataset(splits["train"], source, target, batch, seed=1)
-    dev, _ = data.make_dataset(splits["dev"], source, target, shuffle=False)
+    # The text pipeline of training, translation and the SavedModel.
+    preprocessor = TranslationPreprocessor(source, target)
+    train, _ = preprocessor.make_dataset(
+        splits["train"], batch_size=args.batch_size, seed=1
+    )
+    dev, _ = preprocessor.make_dataset(splits["dev"], shuffle=False)
 
     model = models.RNNSearch(
         source.vocabulary_size,
@@ -77,7 +80,7 @@ def main(argv=None):
         ],
     )
 
-    translator = Translator(model, source, target)
+    translator = Translator(model, preprocessor)
     dev_sources = [s for s, _ in splits["dev"][:5]]
     for sentence, translation in zip(
         dev_sources,
@@ -87,7 +90,7 @@ def main(argv=None):
         print(f"{sentence}\n  -> {translation.text}")
 
     run_directory.save_run(run_dir, model, source, target)
-    print(export.export_saved_model(run_dir, run_dir / "saved_model"))
+    print(translator.export(run_dir / "saved_model"))
 
 
 if __name__ == "__main__":

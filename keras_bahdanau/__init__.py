@@ -21,6 +21,10 @@ _LAZY = {
     "RNNEncDec": ("keras_bahdanau.models", "RNNEncDec"),
     "PervasiveAttention": ("keras_bahdanau.models", "PervasiveAttention"),
     "Translator": ("keras_bahdanau.translator", "Translator"),
+    "TranslationPreprocessor": (
+        "keras_bahdanau.preprocessor",
+        "TranslationPreprocessor",
+    ),
     "SearchConfig": ("keras_bahdanau.decoding", "SearchConfig"),
     "train": ("keras_bahdanau.trainer", "train"),
     "resolve_config": ("keras_bahdanau.config", "resolve_config"),

@@ -1,10 +1,10 @@
-"""The train config: its schema (`DEFAULTS`), recipes and resolution.
+"""The train config: resolution of a TOML file and overrides.
 
 Configs are TOML (see `examples/ding_de_en.toml`); `resolve_config` checks
-every key and value, so that a bad config stops before training. This
-module imports nothing of Keras, TensorFlow or a backend, so that
-`keras-bahdanau train` reports a bad config at once, before they load
-(seconds).
+every key and value against `keras_bahdanau.config_schema` (re-exported
+here), so that a bad config stops before training. This module imports
+nothing of Keras, TensorFlow or a backend, so that `keras-bahdanau train`
+reports a bad config at once, before they load (seconds).
 """
 
 import contextlib
@@ -12,264 +12,14 @@ import copy
 import tomllib
 from pathlib import Path
 
-# The schema: every key a config may set, with its default.
-DEFAULTS = {
-    "run_dir": "runs/ding_de_en",
-    # "small_data" (these defaults) or "paper" (RECIPES["paper"] on top).
-    "recipe": "small_data",
-    "data": {
-        # "ding_de_en", "bible_en_fr" (World English Bible -> Louis Segond
-        # 1910), "files" (aligned files) or "tsv".
-        "corpus": "ding_de_en",
-        "source_file": "",
-        "target_file": "",
-        # "files" with these: explicit dev and test sets; without them the
-        # pairs of source_file/target_file are split by hash.
-        "dev_source_file": "",
-        "dev_target_file": "",
-        "test_source_file": "",
-        "test_target_file": "",
-        "tsv_file": "",
-        "max_length": 50,
-        # Training batches hold pairs padded to the same multiple of this
-        # many tokens (data.make_dataset).
-        "bucket_width": 10,
-        "max_train_pairs": 0,  # 0: all
-        # ding_de_en: add up to N of the dictionary's term pairs for the
-        # training sentences' words (data.corpora.ding_terms); 0: none.
-        "dictionary_pairs": 0,
-        "lowercase": False,
-    },
-    "tokenizer": {
-        # "word", "wordpiece", or SentencePiece "unigram" or "bpe".
-        "kind": "unigram",
-        "source_vocabulary_size": 4000,
-        "target_vocabulary_size": 4000,
-        # One vocabulary learnt from both languages (the source size).
-        "joint": False,
-    },
-    "model": {
-        # "rnnsearch", "rnnencdec" or "pervasive_attention".
-        "architecture": "rnnsearch",
-        # Unset: DEFAULT_PRESETS[architecture]; "": the constructor's
-        # defaults.
-        "preset": "rnnsearch_tiny",
-        # Overrides of the preset; 0 keeps the preset's value.
-        "embedding_dim": 0,
-        "hidden_dim": 0,
-        "maxout_dim": 0,
-        # Pervasive Attention's DenseNet (0: the preset's value);
-        # reduction_channels: a 1x1 convolution to this many channels
-        # before the DenseNet (0: none).
-        "num_layers": 0,
-        "growth_rate": 0,
-        "kernel_size": 0,
-        "reduction_channels": 0,
-        # Regularisation (see RNNSearch); all 0 in the paper.
-        "dropout": 0.2,  # on the readout t_i
-        "embedding_dropout": 0.1,
-        "word_dropout": 0.1,
-        "hidden_dropout": 0.1,
-        "recurrent_dropout": 0.0,
-        "tie_embeddings": True,
-        "initialization": "glorot",
-    },
-    "training": {
-        "optimizer": "adam",  # or "adadelta", the paper's
-        "learning_rate": 0.002,  # 0: the optimizer's default
-        "clipnorm": 1.0,
-        "label_smoothing": 0.1,
-        "epochs": 10,
-        # Wall-clock budget of training, in minutes (0: none): no epoch is
-        # begun that would likely end past it (callbacks.TimeBudget).
-        "max_minutes": 0.0,
-        "batch_size": 32,
-        "precision": "float32",  # or "mixed_float16", "mixed_bfloat16"
-        # XLA for the train step: "auto" is Keras's choice (on for JAX and
-        # for TensorFlow on a GPU, off for TensorFlow on a CPU and for
-        # torch, where "true" means torch.compile); "true" or "false".
-        "jit_compile": "auto",
-        # "bleu": the best checkpoint, early stopping and learning-rate
-        # decay follow dev BLEU; "loss": dev loss.
-        "selection": "bleu",
-        "patience": 3,  # early stopping, in epochs
-        # Learning rate times lr_decay after lr_patience epochs without
-        # progress on the selection criterion; 0: constant.
-        "lr_decay": 0.5,
-        "lr_patience": 2,
-        # Checkpoint averaging: the mean of the last N epochs' weights
-        # becomes best.keras if it beats the best epoch on the selection
-        # criterion; 0: off.
-        "average_last": 0,
-        "seed": 1234,
-        "backup_every_steps": 100,
-    },
-    "evaluation": {
-        "beam_size": 5,
-        "max_sentences": 0,  # 0: the whole dev/test split
-        # Dev sentences translated after each epoch for selection on BLEU
-        # (the first N of the dev split; 0: all).
-        "selection_sentences": 300,
-        # GNMT length penalty alpha of the search (0: none). Unset: the
-        # architecture's value in LENGTH_PENALTIES, chosen on dev BLEU.
-        "length_penalty": 0.0,
-        # Unknown words replaced by their most attended source word
-        # (word-level tokenizers only).
-        "replace_unknown": True,
-    },
-    "distribution": {
-        # "none", "data_parallel" or "model_parallel" (JAX), "mirrored"
-        # (TensorFlow); training.batch_size stays the global batch.
-        "strategy": "none",
-        "devices": 0,  # 0: all; on a CPU-only host, N splits the CPU
-        "model_shards": 0,  # model_parallel: devices per vocabulary; 0: all
-    },
-}
-
-FLAGS = {
-    "--run-dir": "run_dir",
-    "--corpus": "data.corpus",
-    "--tokenizer": "tokenizer.kind",
-    "--architecture": "model.architecture",
-    "--preset": "model.preset",
-    "--optimizer": "training.optimizer",
-    "--epochs": "training.epochs",
-    "--batch-size": "training.batch_size",
-    "--precision": "training.precision",
-    "--distribution": "distribution.strategy",
-    "--devices": "distribution.devices",
-}
-
-# The paper's recipe (section 4.2, appendix B): word shortlists of 30,000,
-# N(0, 0.01^2) initialisation, no regularisation, Adadelta, batches of 80,
-# early stopping on the dev loss.
-RECIPES = {
-    "small_data": {},
-    "paper": {
-        "tokenizer": {
-            "kind": "word",
-            "source_vocabulary_size": 30000,
-            "target_vocabulary_size": 30000,
-        },
-        "model": {
-            # models.translation_model.REGULARIZATION: all off.
-            "dropout": 0.0,
-            "embedding_dropout": 0.0,
-            "word_dropout": 0.0,
-            "hidden_dropout": 0.0,
-            "recurrent_dropout": 0.0,
-            "tie_embeddings": False,
-            "initialization": "paper",
-        },
-        "training": {
-            "optimizer": "adadelta",
-            "learning_rate": 0.0,
-            "label_smoothing": 0.0,
-            "batch_size": 80,
-            "selection": "loss",
-            "lr_decay": 0.0,
-        },
-    },
-}
-
-# The `[model]` keys each architecture takes besides `architecture` and
-# `preset` (models.factory.build_model); another key set for it is an
-# error. Pervasive Attention's keys left unset are the preset's values.
-_RNN_KEYS = (
-    "embedding_dim",
-    "hidden_dim",
-    "maxout_dim",
-    "dropout",
-    "embedding_dropout",
-    "word_dropout",
-    "hidden_dropout",
-    "recurrent_dropout",
-    "tie_embeddings",
-    "initialization",
-)
-MODEL_KEYS = {
-    "rnnsearch": _RNN_KEYS,
-    "rnnencdec": _RNN_KEYS,
-    "pervasive_attention": (
-        "embedding_dim",
-        "num_layers",
-        "growth_rate",
-        "kernel_size",
-        "reduction_channels",
-        "dropout",
-        "tie_embeddings",
-    ),
-}
-# The preset of an architecture whose config names none.
-DEFAULT_PRESETS = {
-    "rnnsearch": "rnnsearch_tiny",
-    "rnnencdec": "rnnencdec_tiny",
-    "pervasive_attention": "pervasive_attention_tiny",
-}
-# `evaluation.length_penalty` when the config sets none: the GNMT alpha,
-# chosen on dev BLEU (examples/tune_length_penalty.py; the records are in
-# docs/results.md). RNNsearch, Ding de-en dev: 5.50 at 0, 5.83 at 1.0,
-# 6.00 at 1.2, then 5.68 and 4.30 at 1.4 and 1.6 (outputs too long): 1.0,
-# short of the cliff, as one corpus cannot say where it lies on another.
-# Pervasive Attention: no gain on Ding dev (0.72 at 0, 0.58-0.72 up to
-# 1.0; its outputs stay short at any alpha). RNNencdec: not tuned.
-LENGTH_PENALTIES = {
-    "rnnsearch": 1.0,
-    "rnnencdec": 0.0,
-    "pervasive_attention": 0.0,
-}
-
-CHOICES = {
-    "recipe": tuple(RECIPES),
-    # data.loading.CORPORA, tokenizers.TOKENIZERS,
-    # models.factory.ARCHITECTURES, training.OPTIMIZERS and JIT_COMPILE,
-    # and distribution.STRATEGIES, written out (see the module docstring);
-    # tests/config_test.py keeps them equal.
-    "data.corpus": ("ding_de_en", "bible_en_fr", "files", "tsv"),
-    "tokenizer.kind": ("word", "wordpiece", "unigram", "bpe"),
-    "model.architecture": ("rnnsearch", "rnnencdec", "pervasive_attention"),
-    "training.optimizer": ("adadelta", "adam"),
-    "training.selection": ("bleu", "loss"),
-    "training.precision": ("float32", "mixed_float16", "mixed_bfloat16"),
-    "training.jit_compile": ("auto", "true", "false"),
-    "distribution.strategy": (
-        "none",
-        "data_parallel",
-        "model_parallel",
-        "mirrored",
-    ),
-}
-
-
-# The numeric keys with a range: (test, the range in words).
-_POSITIVE = (lambda value: value > 0, "positive")
-_ALL_OR_POSITIVE = (lambda value: value >= 0, "0 (all) or positive")
-_FRACTION = (lambda value: 0.0 <= value < 1.0, "in [0, 1)")
-_OFF_OR_POSITIVE = (lambda value: value >= 0, "0 (off) or positive")
-_PRESET_OR_POSITIVE = (lambda value: value >= 0, "0 (the preset's) or positive")
-_OFF_OR_SEVERAL = (lambda value: value == 0 or value >= 2, "0 (off) or >= 2")
-RANGES = {
-    "data.max_length": _POSITIVE,
-    "data.bucket_width": _POSITIVE,
-    "data.max_train_pairs": _ALL_OR_POSITIVE,
-    "data.dictionary_pairs": _OFF_OR_POSITIVE,
-    "training.epochs": _POSITIVE,
-    "training.max_minutes": _OFF_OR_POSITIVE,
-    "training.batch_size": _POSITIVE,
-    "training.backup_every_steps": _POSITIVE,
-    "training.label_smoothing": _FRACTION,
-    "training.lr_decay": _FRACTION,
-    "training.lr_patience": _POSITIVE,
-    "training.average_last": _OFF_OR_SEVERAL,
-    "evaluation.selection_sentences": _ALL_OR_POSITIVE,
-    "evaluation.length_penalty": _OFF_OR_POSITIVE,
-    "model.num_layers": _PRESET_OR_POSITIVE,
-    "model.growth_rate": _PRESET_OR_POSITIVE,
-    "model.kernel_size": _PRESET_OR_POSITIVE,
-    "model.reduction_channels": _OFF_OR_POSITIVE,
-    "distribution.devices": _ALL_OR_POSITIVE,
-    "distribution.model_shards": _ALL_OR_POSITIVE,
-}
+from keras_bahdanau.config_schema import CHOICES
+from keras_bahdanau.config_schema import DEFAULT_PRESETS
+from keras_bahdanau.config_schema import DEFAULTS
+from keras_bahdanau.config_schema import FLAGS  # noqa: F401
+from keras_bahdanau.config_schema import LENGTH_PENALTIES
+from keras_bahdanau.config_schema import MODEL_KEYS
+from keras_bahdanau.config_schema import RANGES
+from keras_bahdanau.config_schema import RECIPES
 
 
 class ConfigError(ValueError):
@@ -328,16 +78,6 @@ def _coerce(name, default, value):
     return value
 
 
-def _set(tree, dotted, value):
-    """Sets `tree["a"]["b"] = value` for `dotted` "a.b", making tables."""
-    *sections, key = dotted.split(".")
-    for section in sections:
-        if not isinstance(tree.get(section), dict):
-            tree[section] = {}
-        tree = tree[section]
-    tree[key] = value
-
-
 def resolve_config(config_path=None, overrides=()):
     """The config from a TOML file plus `section.key=value` overrides.
 
@@ -374,7 +114,10 @@ def resolve_config(config_path=None, overrides=()):
             raise ConfigError(
                 f"Overrides look like section.key=value. Received: {override!r}"
             )
-        _set(raw, key.strip(), value.strip())
+        change = value.strip()  # "a.b=c" -> {"a": {"b": "c"}}
+        for name in reversed(key.strip().split(".")):
+            change = {name: change}
+        raw = _update(raw, change)
     default = DEFAULTS["recipe"]
     recipe = _coerce("recipe", default, raw.get("recipe", default))
     config = _merge(_merge(DEFAULTS, RECIPES[recipe]), raw)

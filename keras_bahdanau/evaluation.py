@@ -1,20 +1,29 @@
-"""Translating and scoring: a test set, or the splits of a finished run.
+"""Translating and scoring: a test set, runs compared, a finished run.
 
 `evaluate` translates sentences with a `Translator` and scores them with
 `keras_bahdanau.metrics` (sacreBLEU BLEU and chrF, with signatures, and
-BLEU by source length); `evaluate_run` scores the dev and test splits of a
-finished training run into its `results.json`.
+BLEU by source length); `read_test_sets`, `compare_runs` and
+`format_report` compare runs (`keras-bahdanau evaluate`); `evaluate_run`
+scores the dev and test splits of a finished training run into its
+`results.json`.
 """
 
 import json
 import time
+import warnings
+from pathlib import Path
 
 from keras_bahdanau import run_directory
+from keras_bahdanau.config import config_errors
 from keras_bahdanau.data import WordTokenizer
+from keras_bahdanau.data import load_corpus
+from keras_bahdanau.data import read_parallel_files
 from keras_bahdanau.decoding.config import run_search
 from keras_bahdanau.metrics import bleu_by_length
 from keras_bahdanau.metrics import corpus_scores
+from keras_bahdanau.plotting import plot_attention
 from keras_bahdanau.translator import Translator
+from keras_bahdanau.validation import InputError
 
 
 def evaluate(
@@ -35,7 +44,8 @@ def evaluate(
 
     Returns:
         The dict of `corpus_scores` plus `by_length` (the list of
-        `bleu_by_length`) and `hypotheses` (list of str).
+        `bleu_by_length`), `hypotheses` (list of str) and `seconds` (the
+        wall time of translating and scoring, compilation included).
 
     Example:
 
@@ -47,6 +57,7 @@ def evaluate(
     print(result["bleu"], result["bleu_signature"])
     ```
     """
+    started = time.perf_counter()
     sources = list(sources)
     hypotheses = [
         translation.text
@@ -58,6 +69,7 @@ def evaluate(
             sources, hypotheses, references, bucket_width
         ),
         "hypotheses": hypotheses,
+        "seconds": round(time.perf_counter() - started, 2),
     }
 
 
@@ -89,7 +101,6 @@ def evaluate_run(run_dir, splits, evaluation):
     results = {}
     for split in ("dev", "test"):
         pairs = splits[split][: evaluation["max_sentences"] or None]
-        started = time.perf_counter()
         scores = evaluate(
             translator,
             [source for source, _ in pairs],
@@ -99,14 +110,11 @@ def evaluate_run(run_dir, splits, evaluation):
         )
         keys = ("bleu", "chrf", "bleu_signature", "chrf_signature")
         results[split] = {key: scores[key] for key in keys}
-        results[split]["sentences"] = len(pairs)
-        # Translating and scoring; the test split runs second, with the
-        # search compiled for the shapes the dev split met.
-        seconds = time.perf_counter() - started
-        results[split]["seconds"] = round(seconds, 2)
-        results[split]["ms_per_sentence"] = round(
-            1000 * seconds / max(len(pairs), 1), 2
-        )
+        # The test split runs second, with the search compiled for the
+        # shapes the dev split met.
+        results[split].update(sentences=len(pairs), seconds=scores["seconds"])
+        milliseconds = 1000 * scores["seconds"] / max(len(pairs), 1)
+        results[split]["ms_per_sentence"] = round(milliseconds, 2)
         print(
             f"[{split}] BLEU {scores['bleu']:.2f}  chrF {scores['chrf']:.2f}"
             f"  ({len(pairs)} sentences, beam {evaluation['beam_size']}"
@@ -119,4 +127,151 @@ def evaluate_run(run_dir, splits, evaluation):
     return results
 
 
-__all__ = ["evaluate", "evaluate_run", "run_search"]
+def read_test_sets(run_dirs, split, max_sentences, source, reference, errors):
+    """The test pairs of runs, `{label: pairs}`, read before a model loads.
+
+    The aligned files `source` and `reference` (both or neither; `errors`
+    as for `read_lines`) for every run, else the `split` of each run's
+    training corpus, whose sources must be the same; the first
+    `max_sentences` pairs (0: all). A run's label is its folder's name, or
+    its path if two names are the same.
+    """
+    if bool(source) != bool(reference):
+        raise ValueError(
+            "Pass both --source and --reference, or neither (then --split "
+            f"of the runs' corpus is used). Received: --source={source}, "
+            f"--reference={reference}"
+        )
+    labels = [Path(run_dir).resolve().name for run_dir in run_dirs]
+    if len(set(labels)) < len(labels):
+        labels = [str(Path(run_dir).resolve()) for run_dir in run_dirs]
+    if len(set(labels)) < len(labels):
+        raise ValueError(
+            f"A run directory is given twice. Received: {list(run_dirs)}"
+        )
+    limit = max_sentences if max_sentences > 0 else None
+    if source:
+        try:
+            pairs = read_parallel_files(source, reference, errors=errors)
+        except ValueError as error:  # Unreadable, not UTF-8, unaligned.
+            raise InputError(str(error)) from None
+        return dict.fromkeys(labels, pairs[:limit])
+    test_sets, corpora = [], {}
+    for run_dir in run_dirs:
+        config = run_directory.read_config(run_dir)
+        if "data" not in config:
+            raise ValueError(
+                f"{run_dir}/config.json names no training corpus (no `data` "
+                "section). Pass --source and --reference."
+            )
+        key = json.dumps(config["data"], sort_keys=True)
+        if key not in corpora:
+            with config_errors("[data]", OSError, ValueError):
+                corpora[key] = load_corpus(config["data"])
+        pairs = corpora[key][split][:limit]
+        if test_sets and [s for s, _ in pairs] != [s for s, _ in test_sets[0]]:
+            raise ValueError(
+                f"{run_dir} was trained on another corpus than "
+                f"{run_dirs[0]}, so their {split} sets differ. "
+                "Compare them on the same files with --source/--reference."
+            )
+        test_sets.append(pairs)
+    return dict(zip(labels, test_sets, strict=True))
+
+
+def compare_runs(test_sets, translators, searches, **options):
+    """The scores of runs, each on its test set (`read_test_sets`).
+
+    `translators` and `searches` are the runs' `Translator`s and
+    `SearchConfig`s, in order (a generator of translators loads one model
+    at a time); `**options` are `evaluate`'s. Returns `{label: scores}`:
+    `evaluate`'s results without the hypotheses.
+    """
+    scores = {}
+    for (label, pairs), translator, search in zip(
+        test_sets.items(), translators, searches, strict=True
+    ):
+        scores[label] = evaluate(
+            translator,
+            [source for source, _ in pairs],
+            [target for _, target in pairs],
+            search,
+            **options,
+        )
+        del scores[label]["hypotheses"]
+    return scores
+
+
+def format_report(scores, search):
+    """The table of runs' scores (`compare_runs`), then BLEU by length; a
+    warning if their sacreBLEU signatures (versions) differ. `search`: the
+    `SearchConfig` of the runs' translations."""
+    width = max(len("run"), *(len(label) for label in scores))
+    lines = [
+        f"{'run':<{width}}  {'BLEU':>6}  {'chrF':>6}  sentences",
+        *(
+            f"{label:<{width}}  {r['bleu']:6.2f}  {r['chrf']:6.2f}  "
+            f"{sum(bucket['num_sentences'] for bucket in r['by_length'])}"
+            for label, r in scores.items()
+        ),
+    ]
+    signatures = {
+        (r["bleu_signature"], r["chrf_signature"]) for r in scores.values()
+    }
+    if len(signatures) > 1:
+        warnings.warn("The runs' sacreBLEU signatures differ.", stacklevel=2)
+    for bleu, chrf in sorted(signatures):
+        lines += [f"BLEU signature: {bleu}", f"chrF signature: {chrf}"]
+    first = next(iter(scores.values()))
+    lines += [
+        "",
+        f"BLEU by source length (words), beam size {search.beam_size}:",
+        f"{'words':>7}  {'sentences':>9}  "
+        + "  ".join(f"{label:>{max(len(label), 6)}}" for label in scores),
+    ]
+    for i, bucket in enumerate(first["by_length"]):
+        span = f"{bucket['min_length']}-{bucket['max_length']}"
+        lines.append(
+            f"{span:>7}  {bucket['num_sentences']:>9}  "
+            + "  ".join(
+                f"{r['by_length'][i]['bleu']:>{max(len(label), 6)}.2f}"
+                for label, r in scores.items()
+            )
+        )
+    return "\n".join(lines)
+
+
+def length_curves(scores):
+    """The input of `plot_bleu_by_length` for runs' scores."""
+    return {
+        label: (
+            [bucket["max_length"] for bucket in r["by_length"]],
+            [bucket["bleu"] for bucket in r["by_length"]],
+        )
+        for label, r in scores.items()
+    }
+
+
+def translate_examples(run_dir, config, count, plots):
+    """The first `count` test pairs of a run's corpus (`config["data"]`)
+    as `{"source", "reference", "translation"}` dicts, translated with its
+    `config["evaluation"]` search; their alignments (the paper's Figure 3)
+    go to `plots/test_0.png`, `test_1.png`, ... (the folder is created)."""
+    pairs = load_corpus(config["data"])["test"][:count]
+    translations = Translator.from_run_dir(run_dir).translate(
+        [source for source, _ in pairs],
+        run_search(config["evaluation"]),
+        return_attention=True,
+    )
+    Path(plots).mkdir(exist_ok=True)
+    for i, translation in enumerate(translations):
+        plot_attention(
+            translation.attention,
+            translation.source_tokens,
+            translation.target_tokens,
+            path=Path(plots) / f"test_{i}.png",
+        )
+    return [
+        {"source": source, "reference": reference, "translation": t.text}
+        for (source, reference), t in zip(pairs, translations, strict=True)
+    ]

@@ -183,23 +183,11 @@ def _write_json(path, value):
 
 
 def _read_json(path):
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"{path} is missing: {path.parent} is not a whole preset (one "
-            "is written by `Translator.save_to_preset`)."
-        )
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise RunDirectoryError(
-            f"{path} is damaged: it is not UTF-8 JSON ({error})."
-        ) from None
-    if not isinstance(value, dict):
-        raise RunDirectoryError(
-            f"{path} is damaged: it holds a JSON {type(value).__name__}, "
-            "not an object."
-        )
-    return value
+    return run_directory.read_json_object(
+        path,
+        missing=f"{path} is missing: {path.parent} is not a whole preset (one "
+        "is written by `Translator.save_to_preset`).",
+    )
 
 
 __all__ = [

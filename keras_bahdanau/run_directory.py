@@ -27,9 +27,7 @@ files hold configs and weights, never code: they are loaded with Keras
 `safe_mode=True` (see docs/security.md).
 """
 
-import contextlib
 import json
-import os
 import zipfile
 import zlib
 from pathlib import Path
@@ -41,6 +39,8 @@ from keras_bahdanau import __version__
 # Registers the model classes that the run's `.keras` files name.
 from keras_bahdanau import models  # noqa: F401
 from keras_bahdanau.data import load_tokenizer
+from keras_bahdanau.files import atomic_write
+from keras_bahdanau.files import atomic_write_text
 from keras_bahdanau.validation import InputError
 from keras_bahdanau.validation import check_choice
 from keras_bahdanau.validation import is_int
@@ -133,26 +133,43 @@ def read_config(run_dir):
             `FORMAT_VERSION`.
     """
     path = Path(run_dir) / CONFIG
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"{run_dir} is not a run directory: {path} is missing. Train one "
-            "with `keras-bahdanau train --config CONFIG --run-dir RUN_DIR`."
-        )
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise RunDirectoryError(
-            f"{path} is damaged: it is not UTF-8 JSON ({error}). Copy the "
-            "run directory again from where it was trained."
-        ) from None
-    if not isinstance(config, dict):
-        raise RunDirectoryError(
-            f"{path} is damaged: it holds a JSON {type(config).__name__}, "
-            "not an object. Copy the run directory again from where it was "
-            "trained."
-        )
+    config = read_json_object(
+        path,
+        missing=f"{run_dir} is not a run directory: {path} is missing. Train "
+        "one with `keras-bahdanau train --config CONFIG --run-dir RUN_DIR`.",
+        advice=" Copy the run directory again from where it was trained.",
+    )
     _check_format_version(path, config)
     return config
+
+
+def read_json_object(path, missing, advice=""):
+    """A JSON object from a file, with clear errors.
+
+    Args:
+        path: the file, a `pathlib.Path`.
+        missing: the `FileNotFoundError` message if there is no file.
+        advice: said after the `RunDirectoryError` message of a damaged
+            file.
+
+    Raises:
+        FileNotFoundError: no file at `path`.
+        RunDirectoryError: the file is not UTF-8 JSON, or not an object.
+    """
+    if not path.is_file():
+        raise FileNotFoundError(missing)
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise RunDirectoryError(
+            f"{path} is damaged: it is not UTF-8 JSON ({error}).{advice}"
+        ) from None
+    if not isinstance(value, dict):
+        raise RunDirectoryError(
+            f"{path} is damaged: it holds a JSON {type(value).__name__}, "
+            f"not an object.{advice}"
+        )
+    return value
 
 
 def _check_format_version(path, config):
@@ -407,35 +424,6 @@ def _check_vocabulary_size(vocabulary, side, tokenizer, size):
             "the vocabularies the model was trained with (copy the run "
             "directory again from where it was trained)."
         )
-
-
-def atomic_write(path, write):
-    """Writes a file so that `path` holds either the old file or the new.
-
-    `write(temporary)` writes `.tmp-NAME` in the same directory (a rename
-    across file systems is not atomic; `model.save` needs the suffix),
-    which is synced to disk and renamed over `path`, or removed if
-    anything fails (`OSError` raised, `path` unchanged).
-
-    Example:
-
-    >>> atomic_write("run/best.keras", model.save)
-    """
-    path = Path(path)
-    temporary = path.with_name(f".tmp-{path.name}")
-    try:
-        write(temporary)
-        with open(temporary, "rb") as file:
-            os.fsync(file.fileno())
-        os.replace(temporary, path)
-    finally:
-        with contextlib.suppress(OSError):
-            temporary.unlink()
-
-
-def atomic_write_text(path, text):
-    """Writes `text` (UTF-8) to `path` with `atomic_write`."""
-    atomic_write(path, lambda file: file.write_text(text, encoding="utf-8"))
 
 
 def training_max_length(config):

@@ -111,6 +111,7 @@ def train(config, callbacks=()):
     from keras_bahdanau import run_directory as rd
     from keras_bahdanau.evaluation import evaluate_run
     from keras_bahdanau.models.factory import build_model
+    from keras_bahdanau.preprocessor import TranslationPreprocessor
     from keras_bahdanau.training import JIT_COMPILE
     from keras_bahdanau.training import compile_model
     from keras_bahdanau.training import make_optimizer
@@ -136,18 +137,17 @@ def train(config, callbacks=()):
     keras.utils.set_random_seed(training["seed"])
     keras.mixed_precision.set_global_policy(training["precision"])
 
-    tokenizers = _tokenizers(run_dir, config, splits["train"], resuming)
-
+    preprocessor = TranslationPreprocessor(
+        *_tokenizers(run_dir, config, splits["train"], resuming)
+    )
     datasets = {}
     for split in ("train", "dev"):
         # The report is printed below; make_dataset's warning of the same
         # text (for library users) would say it twice.
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="make_dataset: ")
-            datasets[split], report = kd.make_dataset(
+            datasets[split], report = preprocessor.make_dataset(
                 splits[split],
-                tokenizers["source"],
-                tokenizers["target"],
                 batch_size=training["batch_size"],
                 max_length=config["data"]["max_length"],
                 shuffle=split == "train",
@@ -159,7 +159,7 @@ def train(config, callbacks=()):
             )
         print(f"[{split}] {report}")
 
-    sizes = [tokenizers[side].vocabulary_size for side in ("source", "target")]
+    sizes = [tokenizer.vocabulary_size for tokenizer in preprocessor.tokenizers]
     with config_errors("[distribution]", ValueError):
         kdist.check_vocabulary_sizes(plan, *sizes)
     # fit() deletes the backup when it ends; a last model without one is a
@@ -204,7 +204,7 @@ def train(config, callbacks=()):
                 validation_data=validation,
                 epochs=training["epochs"],
                 callbacks=[
-                    *_callbacks(run_dir, config, model, tokenizers, splits),
+                    *_callbacks(run_dir, config, model, preprocessor, splits),
                     *callbacks,
                 ],
                 shuffle=False,  # the dataset shuffles itself each epoch
@@ -212,7 +212,7 @@ def train(config, callbacks=()):
             )
         if training["average_last"]:
             _average_last(
-                run_dir, config, model, tokenizers, splits, validation
+                run_dir, config, model, preprocessor, splits, validation
             )
     if finished:
         print(f"Training in {run_dir} already finished; evaluating only.")
@@ -244,7 +244,7 @@ def _announce_resume(run_dir):
 
 
 def _tokenizers(run_dir, config, pairs, resuming):
-    """The run's source and target tokenizers: learnt, or read on resume."""
+    """`(source, target)` tokenizers of the run: learnt, or read on resume."""
     from keras_bahdanau import data as kd
     from keras_bahdanau import run_directory as rd
 
@@ -272,10 +272,10 @@ def _tokenizers(run_dir, config, pairs, resuming):
                     lowercase=config["data"]["lowercase"],
                 )
         tokenizers[side].save(path)
-    return tokenizers
+    return tokenizers["source"], tokenizers["target"]
 
 
-def _callbacks(run_dir, config, model, tokenizers, splits):
+def _callbacks(run_dir, config, model, preprocessor, splits):
     import keras
 
     from keras_bahdanau import run_directory as rd
@@ -291,7 +291,7 @@ def _callbacks(run_dir, config, model, tokenizers, splits):
     selection = []
     if training["selection"] == "bleu":
         selection.append(
-            DevScores(*_dev_translation(config, model, tokenizers, splits))
+            DevScores(*_dev_translation(config, model, preprocessor, splits))
         )
     if training["lr_decay"]:
         selection.append(
@@ -343,7 +343,7 @@ def _callbacks(run_dir, config, model, tokenizers, splits):
     ]
 
 
-def _dev_translation(config, model, tokenizers, splits):
+def _dev_translation(config, model, preprocessor, splits):
     """`DevScores`'s `(translate, references)` of the selection sentences.
 
     `translate()` uses `model`'s current weights and the run's beam.
@@ -353,7 +353,7 @@ def _dev_translation(config, model, tokenizers, splits):
 
     evaluation = config["evaluation"]
     pairs = splits["dev"][: evaluation["selection_sentences"] or None]
-    translator = Translator(model, tokenizers["source"], tokenizers["target"])
+    translator = Translator(model, preprocessor)
 
     def translate():
         translations = translator.translate(
@@ -366,7 +366,7 @@ def _dev_translation(config, model, tokenizers, splits):
     return translate, [target for _, target in pairs]
 
 
-def _average_last(run_dir, config, model, tokenizers, splits, validation):
+def _average_last(run_dir, config, model, preprocessor, splits, validation):
     """Checkpoint averaging: the last epochs' mean, kept if it scores better.
 
     Averages the weights `EpochWeights` kept (`training.average_last`
@@ -397,7 +397,7 @@ def _average_last(run_dir, config, model, tokenizers, splits, validation):
     average_weights(model, paths)
     if monitor == "val_bleu":
         translate, references = _dev_translation(
-            config, model, tokenizers, splits
+            config, model, preprocessor, splits
         )
         value = corpus_scores(translate(), references)["bleu"]
     else:

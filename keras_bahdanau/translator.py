@@ -1,9 +1,10 @@
 """Text in, text out: batched translation with a trained model.
 
-`Translator` wraps a model and its two tokenizers (usually loaded from a
-run directory) and turns sentences into translations: tokenization
-(`text.read_sources`), batching by length, the compiled search of
-`keras_bahdanau.decoding`, detokenization (`text.decode_hypotheses`) and
+`Translator` wraps a model and its `TranslationPreprocessor` (usually
+loaded from a preset or a run directory) and turns sentences into
+translations: tokenization (`TranslationPreprocessor.tokenize_sources`),
+batching by length, the compiled search of `keras_bahdanau.decoding`,
+detokenization (`TranslationPreprocessor.decode_hypotheses`) and
 unknown-word replacement (`text.replace_unknown_words`).
 """
 
@@ -11,7 +12,6 @@ import dataclasses
 import math
 import pathlib
 import tempfile
-import warnings
 
 import numpy as np
 
@@ -22,50 +22,19 @@ from keras_bahdanau.decoding import SearchResult
 from keras_bahdanau.decoding import as_search_config
 from keras_bahdanau.decoding import compile_search
 from keras_bahdanau.decoding.config import run_search
+from keras_bahdanau.preprocessor import LONG_SOURCES
+from keras_bahdanau.preprocessor import TranslationPreprocessor
 from keras_bahdanau.reserved import BOS
 from keras_bahdanau.reserved import PAD
 from keras_bahdanau.reserved import UNK_ID
-from keras_bahdanau.text import STATUS_TOO_LONG
-from keras_bahdanau.text import decode_hypotheses
-from keras_bahdanau.text import read_sources
+from keras_bahdanau.text import Translation
 from keras_bahdanau.text import replace_unknown_words
 from keras_bahdanau.tokenizers import WordTokenizer
 from keras_bahdanau.tokenizers import join_words
-from keras_bahdanau.validation import check_choice
 from keras_bahdanau.validation import check_int
 
-# What `Translator` does with a source over `max_source_length` tokens.
-LONG_SOURCES = ("truncate", "error")
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class Translation:
-    """One hypothesis for one source sentence.
-
-    Attributes:
-        text: the detokenized translation.
-        score: `s(Y, X)`, the search score: `log P(Y|X)` with the length
-            and coverage penalties applied (see `decoding.beam_search`).
-        log_prob: `log P(Y|X)`, the sum of the model's log-probabilities of
-            the tokens of `target_tokens` (EOS included), no penalties.
-        source_tokens: list of str, the source tokens the model read (from
-            `tokenizer.tokens()`, after truncation; no BOS/EOS).
-        target_tokens: list of str, the emitted tokens, ending with
-            `[EOS]` (after unknown-word replacement when asked).
-        attention: float32 NumPy array `(len(target_tokens),
-            len(source_tokens))`, row `t` the alignment used to emit token
-            `t`; None unless `return_attention=True`.
-    """
-
-    text: str
-    score: float
-    log_prob: float
-    source_tokens: list
-    target_tokens: list
-    attention: np.ndarray | None = None
-
-    def __str__(self):
-        return self.text
+# Marks the arguments that a `TranslationPreprocessor` brings itself.
+_FROM_PREPROCESSOR = object()
 
 
 class Translator:
@@ -97,13 +66,19 @@ class Translator:
     Args:
         model: a `keras_bahdanau.models` model (the decoding protocol:
             `encode`, `decode_step`).
-        source_tokenizer: the `Tokenizer` of the source language.
-        target_tokenizer: the `Tokenizer` of the target language.
-        max_source_length: int >= 1 or None, the most source tokens a
-            sentence may have (see above).
+        source_tokenizer: the model's `TranslationPreprocessor`, or the
+            `Tokenizer` of the source language (a preprocessor is then
+            built from it, `target_tokenizer`, `max_source_length` and
+            `long_sources`).
+        target_tokenizer: the `Tokenizer` of the target language; not
+            with a preprocessor.
+        max_source_length: int >= 1 or None (the default), the most source
+            tokens a sentence may have (see above); not with a
+            preprocessor, which has its own.
         bucket_width: int >= 1, source batches are padded to a multiple of
             it.
-        long_sources: `"truncate"` or `"error"`, see above.
+        long_sources: `"truncate"` (the default) or `"error"`, see above;
+            not with a preprocessor.
         search: the `SearchConfig` of `translate` and `generate` calls
             that pass none (None: `SearchConfig()`, beam search with 5
             beams); a preset or run directory brings its own.
@@ -127,32 +102,64 @@ class Translator:
         self,
         model,
         source_tokenizer,
-        target_tokenizer,
-        max_source_length=None,
+        target_tokenizer=None,
+        max_source_length=_FROM_PREPROCESSOR,
         bucket_width=16,
-        long_sources="truncate",
+        long_sources=_FROM_PREPROCESSOR,
         search=None,
     ):
-        check_int("max_source_length", max_source_length, allow_none=True)
         check_int("bucket_width", bucket_width)
-        check_choice("long_sources", long_sources, LONG_SOURCES)
-        for side, tokenizer, size in (
-            ("source", source_tokenizer, model.source_vocabulary_size),
-            ("target", target_tokenizer, model.target_vocabulary_size),
-        ):
-            if tokenizer.vocabulary_size != size:
-                raise ValueError(
-                    f"The {side} tokenizer has {tokenizer.vocabulary_size} "
-                    f"tokens but the model expects {size}: pass the "
-                    "tokenizers the model was trained with."
+        if isinstance(source_tokenizer, TranslationPreprocessor):
+            given = {
+                "target_tokenizer": target_tokenizer is not None,
+                "max_source_length": max_source_length
+                is not _FROM_PREPROCESSOR,
+                "long_sources": long_sources is not _FROM_PREPROCESSOR,
+            }
+            if any(given.values()):
+                raise TypeError(
+                    "With a TranslationPreprocessor, pass no "
+                    f"{[name for name, is_given in given.items() if is_given]}"
+                    ": the preprocessor holds them."
                 )
+            preprocessor = source_tokenizer
+        else:
+            if target_tokenizer is None:
+                raise TypeError(
+                    "Translator needs a TranslationPreprocessor, or a source "
+                    "and a target tokenizer. Received no `target_tokenizer`."
+                )
+            preprocessor = TranslationPreprocessor(
+                source_tokenizer,
+                target_tokenizer,
+                None
+                if max_source_length is _FROM_PREPROCESSOR
+                else max_source_length,
+                "truncate"
+                if long_sources is _FROM_PREPROCESSOR
+                else long_sources,
+            )
+        preprocessor.check_model(model)
         self.model = model
-        self.source_tokenizer = source_tokenizer
-        self.target_tokenizer = target_tokenizer
-        self.max_source_length = max_source_length
+        self.preprocessor = preprocessor
         self.bucket_width = bucket_width
-        self.long_sources = long_sources
         self.search = as_search_config(search)
+
+    @property
+    def source_tokenizer(self):
+        return self.preprocessor.source_tokenizer
+
+    @property
+    def target_tokenizer(self):
+        return self.preprocessor.target_tokenizer
+
+    @property
+    def max_source_length(self):
+        return self.preprocessor.max_source_length
+
+    @property
+    def long_sources(self):
+        return self.preprocessor.long_sources
 
     @classmethod
     def from_preset(cls, preset, checkpoint="best", **kwargs):
@@ -348,7 +355,9 @@ class Translator:
                 f"{type(self.target_tokenizer).__name__}"
             )
 
-        source_ids, source_tokens = self._read(sentences)
+        source_ids, source_tokens = self.preprocessor.tokenize_sources(
+            sentences
+        )
         # Longest first: similar lengths share a batch (less padding), and
         # a batch too large for memory fails at once. Empty sources come
         # last, in a batch of their own that is not searched.
@@ -378,8 +387,7 @@ class Translator:
                     lengths=np.zeros((len(batch), 1), "int32"),
                     attention=np.zeros((len(batch), 1, 1, 1), "float32"),
                 )
-            decoded = decode_hypotheses(
-                self.target_tokenizer,
+            decoded = self.preprocessor.decode_hypotheses(
                 result,
                 np.full(len(batch), is_searched),
                 search.n_best,
@@ -437,40 +445,6 @@ class Translator:
         if isinstance(inputs, str):
             return results.text
         return [result.text for result in results]
-
-    def _read(self, sentences):
-        """Source ids and tokens per sentence; long ones cut or refused."""
-        limit = self.max_source_length
-        sources = read_sources(self.source_tokenizer, sentences, limit)
-        ids = [np.asarray(row, "int32") for row in sources["ids"].to_list()]
-        tokens = [
-            [token.decode("utf-8") for token in row]
-            for row in sources["tokens"].to_list()
-        ]
-        status = sources["status"].numpy()
-        too_long = np.flatnonzero(status == STATUS_TOO_LONG.encode()).tolist()
-        if too_long:
-            longest = max(len(ids[i]) for i in too_long)
-            found = (
-                f"{len(too_long)} of {len(sentences)} sentences have more "
-                f"than max_source_length={limit} tokens (the longest has "
-                f"{longest}; sentence indices {too_long[:10]})"
-            )
-            if self.long_sources == "error":
-                raise ValueError(
-                    f"{found}. Split or shorten them, or pass "
-                    "long_sources='truncate' to translate their first "
-                    f"{limit} tokens."
-                )
-            warnings.warn(
-                f"{found}; only their first {limit} tokens are translated. "
-                "Pass max_source_length=None (CLI: --max-source-length 0) "
-                "to translate them in full.",
-                stacklevel=3,
-            )
-            for i in too_long:
-                ids[i], tokens[i] = ids[i][:limit], tokens[i][:limit]
-        return ids, tokens
 
     def _pad(self, rows, batch_size):
         """A batch padded to its bucket shape: int32 `(height, width)`."""

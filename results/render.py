@@ -836,32 +836,26 @@ def render_readme_table(found):
     """The README's results table: the headline figure of each record."""
     _, found = split_small_data(found)
     rows = []
-    for name, record in of_kind(found, "demo").items():
-        figures = record["figures"]
-        model = (record.get("config") or {}).get("model") or {}
-        results = figures.get("results") or {}
-        described = describe(model)
-        epochs = figures.get("epochs")
-        rows.append(
-            [
-                f"Main job (`make demo`), {described}"
-                + (f", {epochs} epochs" if epochs else "")
-                + ": dev / test BLEU",
-                f"{number((results.get('dev') or {}).get('bleu'))} / "
-                f"{number((results.get('test') or {}).get('bleu'))}",
-                name_cell(name, record),
-            ]
-        )
-    for name, record in of_kind(found, "train").items():
+    # The main job first, then the other training runs.
+    training = sorted(
+        of_kind(found, *TRAINING_KINDS).items(),
+        key=lambda item: item[1]["kind"] != "demo",
+    )
+    for name, record in training:
         figures = record["figures"]
         model = (record.get("config") or {}).get("model") or {}
         results = figures.get("results") or {}
         test = results.get("test") or {}
         epochs = figures.get("epochs")
         speed = test.get("ms_per_sentence")
+        command = (
+            "Main job (`make demo`)"
+            if record["kind"] == "demo"
+            else f"`train{config_flag(record)}`"
+        )
         rows.append(
             [
-                f"`train{config_flag(record)}`, {describe(model)}"
+                f"{command}, {describe(model)}"
                 + (f", {epochs} epochs" if epochs else "")
                 + ": dev / test BLEU"
                 + ("; test ms per sentence, beam" if speed else ""),

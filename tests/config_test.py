@@ -96,7 +96,8 @@ def test_config_errors_name_the_section():
 
 
 def test_the_choices_are_the_packages_own():
-    # Written out in config.py, which imports no Keras (see its docstring).
+    # Written out in config_schema.py, which imports nothing (see its
+    # docstring).
     assert CHOICES["data.corpus"] == tuple(CORPORA)
     assert CHOICES["tokenizer.kind"] == tuple(TOKENIZERS)
     assert CHOICES["model.architecture"] == tuple(ARCHITECTURES)

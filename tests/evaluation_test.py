@@ -3,6 +3,7 @@ import shutil
 
 import pytest
 
+from keras_bahdanau import evaluation
 from keras_bahdanau import run_directory as rd
 from keras_bahdanau.decoding import SearchConfig
 from keras_bahdanau.evaluation import evaluate
@@ -45,3 +46,23 @@ def test_evaluate_run_scores_dev_and_test_into_results_json(
     output = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in output] == ["[dev]", "[test]"]
     assert "(5 sentences, beam 2, unknown words replaced; " in output[1]
+
+
+def test_translate_examples_translates_and_plots_the_first_test_pairs(
+    run_dir, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(evaluation, "load_corpus", lambda data: {"test": PAIRS})
+    config = {"data": {}, "evaluation": {"beam_size": 2}}
+    plots = tmp_path / "plots"  # The shared run directory is not written.
+    examples = evaluation.translate_examples(run_dir, config, 2, plots)
+    expected = Translator.from_run_dir(run_dir).translate(
+        [source for source, _ in PAIRS[:2]], SearchConfig(beam_size=2)
+    )
+    assert examples == [
+        {"source": source, "reference": reference, "translation": t.text}
+        for (source, reference), t in zip(PAIRS[:2], expected, strict=True)
+    ]
+    assert sorted(path.name for path in plots.iterdir()) == [
+        "test_0.png",
+        "test_1.png",
+    ]

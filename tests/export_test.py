@@ -266,6 +266,9 @@ CALLS = {
     "one_beam": request(
         "translate_n_best", SENTENCES, beam_size=1, n_best=1, length_penalty=1
     ),
+    "strong_penalty": request(
+        "translate_n_best", SENTENCES, beam_size=2, n_best=1, length_penalty=2
+    ),
     "no_sentences": request("serving_default", []),
     "hostile": request("serving_default", list(HOSTILE.values())),
     "hostile_align": request("align", list(HOSTILE.values())),
@@ -332,7 +335,15 @@ LIMITS = {k: v for k, v in SETTINGS.items() if k not in DEFAULT_OPTIONS}
 N_BEST_OPTIONS = {
     "n_best": dict(beam_size=2, n_best=2, length_penalty=0.0),
     "one_beam": dict(beam_size=1, n_best=1, length_penalty=1.0),
+    "strong_penalty": dict(beam_size=2, n_best=1, length_penalty=2.0),
 }
+# Settings whose search sets a relative_max_length (a tuple; JSON: a list).
+EXPORT_SETTINGS = export.ExportSettings(
+    SearchConfig(beam_size=2, length_penalty=0.6, relative_max_length=(1, 4)),
+    max_source_tokens=8,
+    max_batch=12,
+    max_beam_size=3,
+)
 
 
 def python_host(path):
@@ -1025,15 +1036,14 @@ def fake_build(monkeypatch):
     builds = []
 
     def write(run_dir, checkpoint, path, settings):
+        assert isinstance(settings, export.ExportSettings)
         builds.append(path)
         (pathlib.Path(path) / "saved_model.pb").write_text(str(len(builds)))
-        if settings["max_batch"] == 13:  # Stands for an interruption.
+        if settings.max_batch == 13:  # Stands for an interruption.
             raise KeyboardInterrupt
 
     monkeypatch.setattr(export, "write_saved_model", write)
-    monkeypatch.setattr(
-        export, "_write_in_tensorflow_subprocess", lambda build: write(**build)
-    )
+    monkeypatch.setattr(export, "_write_in_tensorflow_subprocess", write)
     return builds
 
 
@@ -1235,7 +1245,9 @@ def test_a_failed_subprocess_export_raises_with_its_stderr(monkeypatch):
     with pytest.raises(
         RuntimeError, match="(?s)exit status 1.*ValueError: bad"
     ):
-        export._write_in_tensorflow_subprocess({})
+        export._write_in_tensorflow_subprocess(
+            "run", "best", "path", EXPORT_SETTINGS
+        )
     assert runs == ["tensorflow"]
 
 
@@ -1248,5 +1260,54 @@ def test_a_refused_model_in_the_subprocess_keeps_its_error(monkeypatch):
 
     monkeypatch.setattr(export.subprocess, "run", refuse)
     with pytest.raises(run_directory.RunDirectoryError) as caught:
-        export._write_in_tensorflow_subprocess({})
+        export._write_in_tensorflow_subprocess(
+            "run", "best", "path", EXPORT_SETTINGS
+        )
     assert str(caught.value) == message
+
+
+def test_the_subprocess_gets_the_settings_intact(monkeypatch):
+    """JSON only across the process boundary: the same settings back."""
+    commands, builds = [], []
+
+    def run(command, **kwargs):
+        commands.append(command)
+        return subprocess.CompletedProcess(command, 0, "", "")
+
+    monkeypatch.setattr(export.subprocess, "run", run)
+    export._write_in_tensorflow_subprocess(
+        "run", "best", "path", EXPORT_SETTINGS
+    )
+    ((*_, module, argument),) = commands
+    assert module == "keras_bahdanau.export"
+    monkeypatch.setattr(
+        export, "write_saved_model", lambda **build: builds.append(build)
+    )
+    assert export.main([argument]) == 0
+    assert builds == [
+        dict(
+            run_dir="run",
+            checkpoint="best",
+            path="path",
+            settings=EXPORT_SETTINGS,
+        )
+    ]
+
+
+def test_settings_record_as_before():
+    """`METADATA_FILE`'s settings: the search but n_best, and the limits."""
+    record = json.loads(json.dumps(EXPORT_SETTINGS.to_json()))
+    assert record == {
+        "beam_size": 2,
+        "length_penalty": 0.6,
+        "coverage_penalty": 0.0,
+        "max_length": None,
+        "relative_max_length": [1, 4],
+        "max_source_tokens": 8,
+        "max_batch": 12,
+        "max_beam_size": 3,
+    }
+    assert export.ExportSettings.from_json(record) == EXPORT_SETTINGS
+    defaults = export.ExportSettings(None, 100, 64, 8)
+    assert defaults.search == SearchConfig()
+    assert "relative_max_length" not in defaults.to_json()

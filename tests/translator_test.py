@@ -116,7 +116,7 @@ def test_long_sentences_are_truncated_with_a_warning(
     assert unlimited.max_source_length is None
     assert unlimited.long_sources == "error"
     # The same translator (and compiled search) with a lower limit.
-    monkeypatch.setattr(translator, "max_source_length", 3)
+    monkeypatch.setattr(translator.preprocessor, "max_source_length", 3)
     with pytest.warns(UserWarning, match=r"1 of 2 sentences.*=3 tokens"):
         long, fine = translator.translate([SOURCES[4], "Das ist"], SEARCH)
     assert long[0].source_tokens == ["Der", "Hund", "schläft"]
@@ -129,8 +129,8 @@ def test_long_sentences_are_truncated_with_a_warning(
 
 def test_long_sentences_can_be_refused_instead(translator, monkeypatch):
     # What an exported SavedModel does with a sentence over its limit.
-    monkeypatch.setattr(translator, "max_source_length", 3)
-    monkeypatch.setattr(translator, "long_sources", "error")
+    monkeypatch.setattr(translator.preprocessor, "max_source_length", 3)
+    monkeypatch.setattr(translator.preprocessor, "long_sources", "error")
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)  # No truncation.
         with pytest.raises(
@@ -209,6 +209,10 @@ def test_bad_constructor_arguments_raise_clear_errors(translator):
         Translator(model, source, target, long_sources="cut")
     with pytest.raises(ValueError, match="source tokenizer has"):
         Translator(model, target, source)
+    with pytest.raises(TypeError, match="no `target_tokenizer`"):
+        Translator(model, source)
+    with pytest.raises(TypeError, match=r"\['target_tokenizer', 'long_s"):
+        Translator(model, translator.preprocessor, target, long_sources="error")
 
 
 def test_replace_unknown_words():

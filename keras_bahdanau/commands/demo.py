@@ -13,12 +13,9 @@ from keras_bahdanau import records
 from keras_bahdanau import run_directory as rd
 from keras_bahdanau.config import ConfigError
 from keras_bahdanau.config import resolve_config
-from keras_bahdanau.data import load_corpus
-from keras_bahdanau.evaluation import run_search
+from keras_bahdanau.evaluation import translate_examples
 from keras_bahdanau.export import export_saved_model
-from keras_bahdanau.plotting import plot_attention
 from keras_bahdanau.trainer import train
-from keras_bahdanau.translator import Translator
 
 NUM_EXAMPLES = 5
 
@@ -57,34 +54,18 @@ def run(args):
     except ConfigError as error:
         raise SystemExit(f"keras-bahdanau demo: {error}") from None
 
-    test_pairs = load_corpus(config["data"])["test"][:NUM_EXAMPLES]
-    translations = Translator.from_run_dir(run_dir).translate(
-        [source for source, _ in test_pairs],
-        run_search(config["evaluation"]),
-        return_attention=True,
-    )
     plots = run_dir / "attention"
-    plots.mkdir(exist_ok=True)
+    examples = translate_examples(run_dir, config, NUM_EXAMPLES, plots)
     print("\nTranslations of test sentences:")
-    for i, ((source, reference), translation) in enumerate(
-        zip(test_pairs, translations, strict=True)
-    ):
-        print(f"  source:      {source}\n  reference:   {reference}")
-        print(f"  translation: {translation.text}\n")
-        plot_attention(
-            translation.attention,
-            translation.source_tokens,
-            translation.target_tokens,
-            path=plots / f"test_{i}.png",
-        )
+    for example in examples:
+        print(f"  source:      {example['source']}")
+        print(f"  reference:   {example['reference']}")
+        print(f"  translation: {example['translation']}\n")
     print(f"Alignment plots: {plots}/test_*.png")
     version = export_saved_model(run_dir, args.saved_model)
     print(f"SavedModel for TF Serving: {version}")
     if args.record:
         figures = records.run_figures(run_dir)
-        figures["translations"] = [
-            {"source": s, "reference": r, "translation": t.text}
-            for (s, r), t in zip(test_pairs, translations, strict=True)
-        ]
+        figures["translations"] = examples
         records.write_record(args.record, "demo", figures, started, config)
     return 0

@@ -1,12 +1,13 @@
 """`keras-bahdanau translate RUN_DIR`: one sentence per line, translated."""
 
+import contextlib
 import sys
 
 from keras_bahdanau.commands.flags import add_search_arguments
 from keras_bahdanau.commands.flags import search_config
 from keras_bahdanau.commands.flags import translator_from_args
+from keras_bahdanau.data import read_dictionary
 from keras_bahdanau.data import read_lines
-from keras_bahdanau.validation import InputError
 
 
 def add_arguments(parser):
@@ -43,13 +44,14 @@ def run(args):
     sentences = read_lines(args.input, args.errors)
     dictionary = None
     if args.dictionary:
-        dictionary = _read_dictionary(args.dictionary, args.errors)
+        dictionary = read_dictionary(args.dictionary, args.errors)
     search = search_config(args, args.run_dir, n_best=args.n_best)
     translator = translator_from_args(args)
-    output = (
-        open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
-    )
-    try:
+    with (
+        open(args.output, "w", encoding="utf-8")
+        if args.output
+        else contextlib.nullcontext(sys.stdout)
+    ) as output:
         # Chunks of several batches: sorting by length pays off, yet the
         # output of a long input streams. (A bad --batch-size is refused
         # by `translate`.)
@@ -72,21 +74,4 @@ def run(args):
                             f"{hypothesis.score:.6f}\n"
                         )
             output.flush()
-    finally:
-        if args.output:
-            output.close()
     return 0
-
-
-def _read_dictionary(path, errors="strict"):
-    """Reads `source<TAB>target` lines into a dict."""
-    dictionary = {}
-    for number, line in enumerate(read_lines(path, errors), 1):
-        fields = line.split("\t")
-        if len(fields) != 2:
-            raise InputError(
-                f"{str(path)!r}, line {number}: expected "
-                f"`source<TAB>target`. Received: {line.rstrip()!r}"
-            )
-        dictionary[fields[0]] = fields[1]
-    return dictionary

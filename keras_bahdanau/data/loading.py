@@ -4,11 +4,11 @@ from pathlib import Path
 
 from keras_bahdanau.data.bible import bible
 from keras_bahdanau.data.corpora import SPLITS
-from keras_bahdanau.data.corpora import ding_de_en
-from keras_bahdanau.data.corpora import ding_terms
 from keras_bahdanau.data.corpora import read_parallel_files
 from keras_bahdanau.data.corpora import read_tsv
 from keras_bahdanau.data.corpora import split_pairs
+from keras_bahdanau.data.ding import ding_de_en
+from keras_bahdanau.data.ding import ding_terms
 from keras_bahdanau.validation import check_choice
 
 CORPORA = ("ding_de_en", "bible_en_fr", "files", "tsv")

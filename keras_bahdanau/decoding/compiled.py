@@ -7,7 +7,7 @@ import types
 import keras
 from keras import ops
 
-from keras_bahdanau.decoding.search import SearchResult
+from keras_bahdanau.decoding.hypotheses import SearchResult
 from keras_bahdanau.decoding.search import search
 
 # Compiled searches by (architecture, SearchConfig), see `compile_search`.

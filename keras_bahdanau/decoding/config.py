@@ -20,6 +20,9 @@ class SearchConfig:
     Frozen and hashable (the compiled searches are cached by it), and
     checked on construction. `search()` runs greedy search when
     `beam_size == 1` and both penalties are 0, beam search otherwise.
+    In a serving graph `beam_size`, `n_best` and `length_penalty` may be
+    scalar tensors (a request's options, checked there); beam search
+    takes a tensor `length_penalty` only.
 
     Args:
         beam_size: int >= 1, the number of hypotheses kept alive.
@@ -56,7 +59,24 @@ class SearchConfig:
         if isinstance(self.relative_max_length, list):  # e.g. from JSON
             relative = tuple(self.relative_max_length)
             object.__setattr__(self, "relative_max_length", relative)
-        check_search_arguments(**dataclasses.asdict(self), allow_none=True)
+        check_max_length(
+            self.max_length, self.relative_max_length, allow_none=True
+        )
+        # A scalar tensor (a serving request's option) is checked where it
+        # is fed, in the graph.
+        beam_size, n_best = self.beam_size, self.n_best
+        if not ops.is_tensor(beam_size):
+            check_int("beam_size", beam_size)
+        is_static = not (ops.is_tensor(n_best) or ops.is_tensor(beam_size))
+        if is_static and (not is_int(n_best) or not 1 <= n_best <= beam_size):
+            raise ValueError(
+                "`n_best` must be an int between 1 and `beam_size`. "
+                f"Received: n_best={n_best!r}, beam_size={beam_size}"
+            )
+        why = "(a negative value would reward what the penalty discourages)"
+        if not ops.is_tensor(self.length_penalty):
+            check_number("length_penalty", self.length_penalty, why=why)
+        check_number("coverage_penalty", self.coverage_penalty, why=why)
 
     @property
     def is_greedy(self):
@@ -100,22 +120,10 @@ def as_search_config(search):
     return search
 
 
-def check_search_arguments(
-    max_length,
-    relative_max_length=None,
-    beam_size=1,
-    n_best=1,
-    length_penalty=0.0,
-    coverage_penalty=0.0,
-    allow_none=False,
-):
-    """Raises a `ValueError` naming the first bad search argument.
-
-    The one check of `SearchConfig` and the search loops (arguments as
-    for `SearchConfig`; `allow_none`: whether `max_length` may be None).
-    A scalar tensor `length_penalty` (a serving input) is checked where
-    it is fed.
-    """
+def check_max_length(max_length, relative_max_length, allow_none=False):
+    """Raises a `ValueError` naming a bad `max_length` or
+    `relative_max_length` (as for `SearchConfig`; `allow_none`: whether
+    `max_length` may be None)."""
     check_int(
         "max_length",
         max_length,
@@ -137,13 +145,3 @@ def check_search_arguments(
             "+ b) tokens. Received: "
             f"relative_max_length={relative_max_length!r}"
         )
-    check_int("beam_size", beam_size)
-    if not is_int(n_best) or not 1 <= n_best <= beam_size:
-        raise ValueError(
-            "`n_best` must be an int between 1 and `beam_size`. Received: "
-            f"n_best={n_best!r}, beam_size={beam_size}"
-        )
-    why = "(a negative value would reward what the penalty discourages)"
-    if not ops.is_tensor(length_penalty):
-        check_number("length_penalty", length_penalty, why=why)
-    check_number("coverage_penalty", coverage_penalty, why=why)

@@ -19,6 +19,7 @@ import keras
 import numpy as np
 import pytest
 
+from keras_bahdanau.decoding import SearchConfig
 from keras_bahdanau.decoding import beam_search
 from keras_bahdanau.decoding import greedy_search
 from keras_bahdanau.models import PervasiveAttention
@@ -357,7 +358,8 @@ def test_reference_decoder_gives_the_tokens_of_the_package_searches(
             source_ids, max_length
         )
     else:
-        result = beam_search(model, source_ids, beam_size, max_length)
+        config = SearchConfig(beam_size=beam_size, max_length=max_length)
+        result = beam_search(model, source_ids, config)
         tokens, scores, lengths = reference.beam_search(
             source_ids, beam_size, max_length
         )

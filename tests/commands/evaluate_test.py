@@ -6,7 +6,6 @@ from matplotlib import image
 
 from keras_bahdanau import cli
 from keras_bahdanau import evaluation
-from keras_bahdanau.commands import evaluate as evaluate_command
 from keras_bahdanau.decoding import SearchConfig
 from keras_bahdanau.translator import Translator
 from tests.run_fixture import PAIRS
@@ -72,7 +71,7 @@ def test_evaluate_command_uses_the_split_of_the_runs_corpus(
     run_dir, monkeypatch, capsys
 ):
     splits = {"dev": PAIRS[:2], "test": PAIRS[2:5]}
-    monkeypatch.setattr(evaluate_command, "load_corpus", lambda data: splits)
+    monkeypatch.setattr(evaluation, "load_corpus", lambda data: splits)
     arguments = ["evaluate", str(run_dir), "--split", "dev"]
     assert cli.main([*arguments, "--beam-size", "2", "--max-length", "10"]) == 0
     output = capsys.readouterr().out

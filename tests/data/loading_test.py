@@ -1,12 +1,12 @@
 import pytest
 
 from keras_bahdanau.config import DEFAULTS
-from keras_bahdanau.data import corpora
+from keras_bahdanau.data import ding
 from keras_bahdanau.data import load_corpus
 from keras_bahdanau.data import loading
-from tests.data.corpora_test import DING_SAMPLE
-from tests.data.corpora_test import DING_SAMPLE_PAIRS
-from tests.data.corpora_test import DING_SAMPLE_TERMS
+from tests.data.ding_test import DING_SAMPLE
+from tests.data.ding_test import DING_SAMPLE_PAIRS
+from tests.data.ding_test import DING_SAMPLE_TERMS
 
 
 def _write(path, lines):
@@ -45,7 +45,7 @@ def test_dictionary_pairs_extend_the_training_split_only(monkeypatch):
         "test": DING_SAMPLE_PAIRS[7:],
     }
     monkeypatch.setattr(loading, "ding_de_en", lambda split: sentences[split])
-    monkeypatch.setattr(corpora, "ding_file", lambda cache=None: DING_SAMPLE)
+    monkeypatch.setattr(ding, "ding_file", lambda cache=None: DING_SAMPLE)
     data = {**DEFAULTS["data"], "corpus": "ding_de_en"}
     plain = load_corpus(data)
     extended = load_corpus({**data, "dictionary_pairs": 2})

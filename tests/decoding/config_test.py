@@ -1,4 +1,7 @@
+import dataclasses
+
 import pytest
+from keras import ops
 
 from keras_bahdanau.decoding import DEFAULT_RELATIVE_MAX_LENGTH
 from keras_bahdanau.decoding import SearchConfig
@@ -40,14 +43,47 @@ def test_for_source_length_gives_a_static_max_length():
     [
         (dict(beam_size=0), "beam_size=0"),
         (dict(beam_size=True), "beam_size=True"),
+        (dict(beam_size=2.0), "beam_size=2.0"),
         (dict(n_best=6), "n_best=6, beam_size=5"),
+        (dict(n_best=0), "n_best=0"),
         (dict(length_penalty=-0.5), "length_penalty=-0.5"),
+        (dict(coverage_penalty=-1), "coverage_penalty=-1"),
         (dict(coverage_penalty=float("inf")), "coverage_penalty=inf"),
+        (dict(coverage_penalty=float("nan")), "coverage_penalty=nan"),
         (dict(max_length=0), "max_length=0"),
         (dict(max_length=2.5), "max_length=2.5"),
         (dict(relative_max_length=(1,)), r"relative_max_length=\(1,\)"),
+        (dict(relative_max_length=1.5), "relative_max_length=1.5"),
+        (dict(relative_max_length=(-1, 2)), r"relative_max_length=\(-1, 2\)"),
     ],
 )
 def test_bad_values_raise_on_construction(kwargs, message):
     with pytest.raises(ValueError, match=message):
         SearchConfig(**kwargs)
+
+
+def test_a_serving_request_may_set_tensor_options(backend):
+    """A request's options are tensors, checked in the serving graph."""
+
+    def request_config(beam_size, n_best, length_penalty):
+        request = dict(
+            beam_size=beam_size, n_best=n_best, length_penalty=length_penalty
+        )
+        config = dataclasses.replace(SearchConfig(max_length=7), **request)
+        assert config.beam_size is beam_size
+        assert config.length_penalty is length_penalty
+        # The Python numbers are still checked.
+        with pytest.raises(ValueError, match="coverage_penalty=-1"):
+            SearchConfig(coverage_penalty=-1, **request)
+        return config.length_penalty
+
+    values = [
+        ops.convert_to_tensor(3, "int32"),
+        ops.convert_to_tensor(2, "int32"),
+        ops.convert_to_tensor(0.5, "float32"),
+    ]
+    request_config(*values)
+    if backend == "tensorflow":  # Graph tensors, as in the SavedModel.
+        import tensorflow as tf
+
+        tf.function(request_config)(*values)

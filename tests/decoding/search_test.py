@@ -1,3 +1,4 @@
+import dataclasses
 import functools
 import itertools
 
@@ -207,11 +208,13 @@ def test_wide_beam_finds_exhaustive_n_best_in_a_padded_batch(alpha, beta):
         beam_search(
             model,
             SOURCES,
-            beam_size=128,
-            max_length=5,
-            length_penalty=alpha,
-            coverage_penalty=beta,
-            n_best=128,
+            SearchConfig(
+                beam_size=128,
+                max_length=5,
+                length_penalty=alpha,
+                coverage_penalty=beta,
+                n_best=128,
+            ),
         )
     )
     rankings = [
@@ -229,7 +232,8 @@ def test_wide_beam_finds_exhaustive_n_best_in_a_padded_batch(alpha, beta):
 def test_beam_size_one_equals_greedy():
     model = TableModel(seed=3, eos_bias=-1.0)  # Lengths 6 (forced) and 1.
     greedy = to_numpy(greedy_search(model, SOURCES, max_length=6))
-    beam = to_numpy(beam_search(model, SOURCES, beam_size=1, max_length=6))
+    config = SearchConfig(beam_size=1, max_length=6)
+    beam = to_numpy(beam_search(model, SOURCES, config))
     np.testing.assert_array_equal(beam.token_ids, greedy.token_ids)
     np.testing.assert_array_equal(beam.lengths, greedy.lengths)
     np.testing.assert_allclose(beam.log_probs, greedy.log_probs, rtol=1e-6)
@@ -248,7 +252,7 @@ def test_beam_size_one_equals_greedy():
 
 def test_small_beam_follows_the_algorithm_and_batch_equals_one_by_one():
     model = TableModel(seed=2, eos_bias=-1.0)
-    kwargs = dict(
+    config = SearchConfig(
         beam_size=3,
         max_length=7,
         relative_max_length=(1.0, 2),
@@ -256,7 +260,7 @@ def test_small_beam_follows_the_algorithm_and_batch_equals_one_by_one():
         coverage_penalty=0.4,
         n_best=3,
     )
-    batch = to_numpy(beam_search(model, SOURCES, **kwargs))
+    batch = to_numpy(beam_search(model, SOURCES, config))
     for i, source in enumerate(SOURCES):
         source_length = int((source != PAD_ID).sum())
         reference = numpy_beam_search(
@@ -265,7 +269,7 @@ def test_small_beam_follows_the_algorithm_and_batch_equals_one_by_one():
         assert len(reference) == 3
         assert_matches(batch, i, reference, source)
     # The padded sentence alone, unpadded, gives the same result.
-    single = to_numpy(beam_search(model, SOURCES[1:, :2], **kwargs))
+    single = to_numpy(beam_search(model, SOURCES[1:, :2], config))
     for field in batch._fields:
         actual = getattr(batch, field)[1:]
         if field == "attention":
@@ -316,14 +320,14 @@ def test_beam_reorders_a_cache_entry_that_a_later_step_passes_through(
             "jax.lax.while_loop traces the step once, so a Python branch on "
             "the step's value cannot run there."
         )
-    kwargs = dict(beam_size=3, max_length=7, n_best=3)
+    config = SearchConfig(beam_size=3, max_length=7, n_best=3)
     branched = to_numpy(
-        beam_search(FirstTokenModel(branch=True, seed=3), SOURCES, **kwargs)
+        beam_search(FirstTokenModel(branch=True, seed=3), SOURCES, config)
     )
     computed = to_numpy(
-        beam_search(FirstTokenModel(branch=False, seed=3), SOURCES, **kwargs)
+        beam_search(FirstTokenModel(branch=False, seed=3), SOURCES, config)
     )
-    plain = to_numpy(beam_search(TableModel(seed=3), SOURCES, **kwargs))
+    plain = to_numpy(beam_search(TableModel(seed=3), SOURCES, config))
     assert not np.array_equal(computed.token_ids, plain.token_ids)
     for field in computed._fields:
         np.testing.assert_allclose(
@@ -333,10 +337,14 @@ def test_beam_reorders_a_cache_entry_that_a_later_step_passes_through(
 
 def test_relative_max_length_forces_eos_at_each_sentence_limit():
     model = TableModel(eos_bias=-30.0)  # Never stops by itself.
-    for run in (greedy_search, functools.partial(beam_search, beam_size=4)):
-        result = to_numpy(
-            run(model, SOURCES, max_length=8, relative_max_length=(0.5, 1))
-        )
+    beam = SearchConfig(beam_size=4, max_length=8, relative_max_length=(0.5, 1))
+    for run in (
+        functools.partial(
+            greedy_search, max_length=8, relative_max_length=(0.5, 1)
+        ),
+        functools.partial(beam_search, config=beam),
+    ):
+        result = to_numpy(run(model, SOURCES))
         np.testing.assert_array_equal(result.lengths, [[3], [2]])
         np.testing.assert_array_equal(result.token_ids[:, 0, 3:], 0)
         assert result.token_ids[0, 0, 2] == result.token_ids[1, 0, 1] == EOS_ID
@@ -344,17 +352,16 @@ def test_relative_max_length_forces_eos_at_each_sentence_limit():
 
 def test_search_compiles(backend):
     model = TableModel()
+    config = SearchConfig(
+        beam_size=3,
+        max_length=5,
+        length_penalty=0.6,
+        coverage_penalty=0.2,
+        n_best=2,
+    )
 
     def run(source_ids):
-        return beam_search(
-            model,
-            source_ids,
-            beam_size=3,
-            max_length=5,
-            length_penalty=0.6,
-            coverage_penalty=0.2,
-            n_best=2,
-        )._asdict()
+        return beam_search(model, source_ids, config)._asdict()
 
     if backend == "jax":
         import jax
@@ -377,45 +384,32 @@ def test_search_compiles(backend):
         assert_matches(result, i, reference[:2], source)
 
 
-@pytest.mark.parametrize(
-    "kwargs, message",
-    [
-        (dict(beam_size=0), "beam_size=0"),
-        (dict(beam_size=2.0), "beam_size=2.0"),
-        (dict(beam_size=2, n_best=3), "n_best=3"),
-        (dict(n_best=0), "n_best=0"),
-        (dict(length_penalty=-0.1), "length_penalty=-0.1"),
-        (dict(coverage_penalty=-1), "coverage_penalty=-1"),
-        (dict(coverage_penalty=float("nan")), "coverage_penalty=nan"),
-        (dict(max_length=0), "max_length=0"),
-        (dict(max_length=None), "max_length=None"),
-        (dict(relative_max_length=1.5), "relative_max_length=1.5"),
-        (dict(relative_max_length=(-1, 2)), r"relative_max_length=\(-1, 2\)"),
-    ],
-)
-def test_bad_arguments_raise_a_clear_error(kwargs, message):
-    kwargs = {"beam_size": 4, "max_length": 100, **kwargs}
-    with pytest.raises(ValueError, match=message):
-        beam_search(TableModel(), SOURCES, **kwargs)
+def test_beam_search_takes_a_search_config():
+    # The config's own checks: tests/decoding/config_test.py.
+    with pytest.raises(ValueError, match="config=4"):
+        beam_search(TableModel(), SOURCES, 4)
+    with pytest.raises(TypeError, match="beam_size"):
+        beam_search(TableModel(), SOURCES, beam_size=4, max_length=5)
+    # Without max_length, `for_source_length` of the 4 columns: 6.
+    config = SearchConfig(beam_size=2, relative_max_length=(1.0, 2))
+    result = beam_search(TableModel(), SOURCES, config)
+    assert result.token_ids.shape == (2, 1, 6)
 
 
 def test_search_runs_the_search_its_config_asks_for():
     model = TableModel(seed=3, eos_bias=-1.0)
+    greedy = SearchConfig(beam_size=1, max_length=6)
+    # Without max_length: floor(1.0 * 4 + 2) = 6 for 4 columns.
+    beam = SearchConfig(
+        beam_size=3, n_best=2, length_penalty=0.6, relative_max_length=(1.0, 2)
+    )
     for config, expected in [
+        (greedy, greedy_search(model, SOURCES, max_length=6)),
+        (beam, beam_search(model, SOURCES, beam)),
         (
-            SearchConfig(beam_size=1, max_length=6),
-            greedy_search(model, SOURCES, max_length=6),
-        ),
-        (
-            # Without max_length: floor(1.0 * 4 + 2) = 6 for 4 columns.
-            SearchConfig(
-                beam_size=3,
-                n_best=2,
-                length_penalty=0.6,
-                relative_max_length=(1.0, 2),
-            ),
+            beam,
             beam_search(
-                model, SOURCES, 3, 6, (1.0, 2), length_penalty=0.6, n_best=2
+                model, SOURCES, dataclasses.replace(beam, max_length=6)
             ),
         ),
     ]:
@@ -443,11 +437,11 @@ def test_coverage_penalty_of_a_model_without_attention_is_finite():
                       initialization="glorot")  # fmt: skip
     source = np.array([[5, 6, 7, 8], [9, 10, 0, 0]])
     beta = 0.4
-    plain = beam_search(model, source, beam_size=3, n_best=2, max_length=6)
+    config = SearchConfig(beam_size=3, n_best=2, max_length=6)
+    plain = beam_search(model, source, config)
     covered = beam_search(
-        model, source, beam_size=3, n_best=2, max_length=6,
-        coverage_penalty=beta,
-    )  # fmt: skip
+        model, source, dataclasses.replace(config, coverage_penalty=beta)
+    )
     scores = ops.convert_to_numpy(covered.scores)
     assert np.all(np.isfinite(scores))
     np.testing.assert_array_equal(

@@ -229,7 +229,8 @@ def test_beam_search_runs_with_the_protocol():
     source_ids = random_batch(
         np.random.default_rng(11), SOURCE_LENGTHS, TARGET_LENGTHS
     )["source_ids"]
-    result = beam_search(model, source_ids, beam_size=2, max_length=4)
+    config = SearchConfig(beam_size=2, max_length=4)
+    result = beam_search(model, source_ids, config)
     assert tuple(result.token_ids.shape) == (3, 1, 4)
     attention = to_numpy(result.attention)[:, 0]  # (batch, 4, Tx)
     lengths = to_numpy(result.lengths)[:, 0]
@@ -367,15 +368,15 @@ def test_searches_match_full_recompute(config):
         greedy_search(model, source_ids, max_length=6),
         greedy_search(full, source_ids, max_length=6),
     )
-    settings = dict(
+    settings = SearchConfig(
         beam_size=3,
         max_length=6,
         n_best=2,
         length_penalty=0.6,
         coverage_penalty=0.2,
     )
-    result = beam_search(model, source_ids, **settings)
-    expected = beam_search(full, source_ids, **settings)
+    result = beam_search(model, source_ids, settings)
+    expected = beam_search(full, source_ids, settings)
     assert_same_search_results(result, expected)
     # The beams really were reordered: hypotheses of a sentence differ.
     tokens = to_numpy(result.token_ids)
@@ -392,19 +393,16 @@ def test_compiled_search_matches_full_recompute():
     source_ids = random_batch(
         np.random.default_rng(14), SOURCE_LENGTHS, TARGET_LENGTHS
     )["source_ids"]
-    expected = beam_search(
-        full_recompute_copy(model), source_ids, beam_size=2, max_length=5
-    )
-    search = compile_search(
-        model, SearchConfig(beam_size=2, n_best=1, max_length=5)
-    )
+    config = SearchConfig(beam_size=2, n_best=1, max_length=5)
+    expected = beam_search(full_recompute_copy(model), source_ids, config)
+    search = compile_search(model, config)
     assert_same_search_results(search(source_ids), expected)
     if keras.backend.backend() == "tensorflow":
         import tensorflow as tf
 
         @tf.function(input_signature=[tf.TensorSpec((None, None), tf.int32)])
         def graph_search(ids):
-            return beam_search(model, ids, beam_size=2, max_length=5)
+            return beam_search(model, ids, config)
 
         assert_same_search_results(graph_search(source_ids), expected)
 

@@ -359,6 +359,7 @@ def test_regularised_model_learns_to_reverse():
 
 def test_mixed_bfloat16_model_decodes():
     """The searches call the cell outside Keras's autocast: it must cast."""
+    from keras_bahdanau.decoding import SearchConfig
     from keras_bahdanau.decoding import beam_search
     from keras_bahdanau.decoding import greedy_search
 
@@ -379,7 +380,7 @@ def test_mixed_bfloat16_model_decodes():
         )
     source = inputs["source_ids"]
     greedy = greedy_search(model, source, max_length=6)
-    beam = beam_search(model, source, beam_size=2, max_length=6)
+    beam = beam_search(model, source, SearchConfig(beam_size=2, max_length=6))
     for result in (greedy, beam):
         assert np.all(np.isfinite(to_numpy(result.scores)))
         assert to_numpy(result.token_ids).shape[0] == 3
