@@ -37,7 +37,8 @@ def tune(run_dir, alphas, beam_size, max_sentences):
     pairs = load_corpus(config["data"])["dev"][: max_sentences or None]
     sources = [source for source, _ in pairs]
     references = [target for _, target in pairs]
-    translator = Translator.from_run_dir(run_dir)
+    # Whole sentences, as `evaluate_run` translates dev and test.
+    translator = Translator.from_run_dir(run_dir, max_source_length=None)
     reference_words = sum(len(reference.split()) for reference in references)
     rows = []
     for alpha in alphas:
