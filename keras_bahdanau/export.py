@@ -306,9 +306,11 @@ def write_saved_model(run_dir, checkpoint, path, settings):
             "checkpoint": checkpoint,
         }
         trained_backend = config.get("backend")
-    graph = ServingGraph(
-        model, TranslationPreprocessor(source, target), settings
+    # The length policy of `Translator(..., long_sources="error")`.
+    preprocessor = TranslationPreprocessor(
+        source, target, settings.max_source_tokens, long_sources="error"
     )
+    graph = ServingGraph(model, preprocessor, settings)
     text = tf.TensorSpec([None], tf.string, name="text")
     scalars = [
         tf.TensorSpec([], tf.int32, name="beam_size"),

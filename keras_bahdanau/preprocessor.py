@@ -99,7 +99,7 @@ class TranslationPreprocessor:
         """
         return make_dataset(pairs, *self.tokenizers, **kwargs)
 
-    def read_sources(self, text, max_source_tokens="default"):
+    def read_sources(self, text):
         """Tokenizes a batch of sentences and gives each one its status.
 
         In graph mode: the serving graph runs these ops. Invalid UTF-8
@@ -108,24 +108,21 @@ class TranslationPreprocessor:
 
         Args:
             text: string `(batch,)`, a list of str or a string tensor.
-            max_source_tokens: int or None, the most tokens of a sentence
-                that is `STATUS_OK` (default: `max_source_length`).
 
         Returns:
             A dict: `ids` int32 and `tokens` string `tf.RaggedTensor`s
             `(batch, None)` (see `Tokenizer.tokens`), `length` int32
             `(batch,)` and `status` string `(batch,)`, one of
-            `text.STATUSES`.
+            `text.STATUSES` (`STATUS_TOO_LONG`: more than
+            `max_source_length` tokens).
         """
-        if max_source_tokens == "default":
-            max_source_tokens = self.max_source_length
         # Invalid UTF-8 would fail the tokenizer's Unicode ops.
         text = tf.strings.unicode_transcode(
             tf.convert_to_tensor(text, tf.string), "UTF-8", "UTF-8", "replace"
         )
         ids = self.source_tokenizer.tokenize(text)
         length = tf.cast(ids.row_lengths(), tf.int32)  # (batch,)
-        limit = tf.int32.max if max_source_tokens is None else max_source_tokens
+        limit = self.max_source_length or tf.int32.max
         status = tf.where(
             length > limit,
             STATUS_TOO_LONG,

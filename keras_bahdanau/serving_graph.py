@@ -31,7 +31,8 @@ class ServingGraph:
     request's tensors), to one graph function, `search(source_ids,
     request)`, `request` being its `SEARCH_REQUEST` fields. That function
     holds one beam search per beam size (shapes are static) and runs the
-    one asked for: traced once, shared. `settings`: `ExportSettings`.
+    one asked for: traced once, shared. `settings`: `ExportSettings`;
+    `preprocessor`: its `max_source_length` is `settings.max_source_tokens`.
     """
 
     def __init__(self, model, preprocessor, settings):
@@ -127,7 +128,7 @@ class ServingGraph:
         )
         with tf.control_dependencies([check]):
             text = tf.identity(text)
-        source = self.preprocessor.read_sources(text, self.max_source_tokens)
+        source = self.preprocessor.read_sources(text)
         too_long = tf.equal(source["status"], STATUS_TOO_LONG)  # (batch,)
         length = tf.where(too_long, 0, source["length"])  # What is searched.
         # As wide as the longest row searched, so a too-long row cannot

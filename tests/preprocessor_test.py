@@ -45,7 +45,8 @@ def test_read_sources_gives_ids_tokens_and_each_sentence_status(preprocessor):
         "empty",
         "too_long",
     ]
-    unlimited = preprocessor.read_sources(text, max_source_tokens=None)
+    unlimited = TranslationPreprocessor(*preprocessor.tokenizers)
+    unlimited = unlimited.read_sources(text)
     assert _strings(unlimited["status"]) == ["ok", "empty", "empty", "ok"]
 
 
