@@ -90,7 +90,6 @@ hours for the five models, plus a few minutes each for compilation and
 evaluation: 3 to 3.5 hours in all, and up to 6 on busier cores.
 """
 
-import importlib.util
 import json
 import sys
 import textwrap
@@ -102,6 +101,7 @@ from keras_bahdanau.startup import start_tensorflow
 # Before Keras loads TensorFlow: without its C++ start-up log.
 start_tensorflow()
 
+import comparison
 import keras
 
 from keras_bahdanau import records
@@ -119,19 +119,6 @@ from keras_bahdanau.run_directory import training_max_length
 from keras_bahdanau.trainer import train
 from keras_bahdanau.translator import Translator
 
-
-def _sibling(name):
-    """The module of `examples/<name>.py` (examples are not a package)."""
-    spec = importlib.util.spec_from_file_location(
-        name, Path(__file__).with_name(f"{name}.py")
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-compare_models = _sibling("compare_models")
-
 # Row name -> (the paper's label, the overrides that make the model).
 _NAMES = {
     "rnnencdec": "RNNencdec",
@@ -142,7 +129,7 @@ MODELS = {
     f"{architecture}_{length}": (
         f"{_NAMES[architecture]}-{length}",
         (
-            *compare_models.ARCHITECTURES[architecture],
+            *comparison.ARCHITECTURES[architecture],
             f"data.max_length={length}",
         ),
     )
@@ -285,7 +272,7 @@ def known_word_pairs(source_tokenizer, target_tokenizer, pairs):
 
 
 def parse_args(argv=None):
-    parser = compare_models.shared_parser(
+    parser = comparison.shared_parser(
         __doc__, "runs/reproduce_bahdanau", "model", MODELS, buckets=(5, 9)
     )
     parser.add_argument(
@@ -315,11 +302,9 @@ def parse_args(argv=None):
         help="test verses whose alignments are plotted (default: %(default)s)",
     )
     args = parser.parse_args(argv)
-    compare_models.check_shared_arguments(parser, args, "model")
-    compare_models.check_at_least(parser, args, 1, ("steps", "beam_size"))
-    compare_models.check_at_least(
-        parser, args, 0, ("max_sentences", "alignments")
-    )
+    comparison.check_shared_arguments(parser, args, "model")
+    comparison.check_at_least(parser, args, 1, ("steps", "beam_size"))
+    comparison.check_at_least(parser, args, 0, ("max_sentences", "alignments"))
     return args
 
 
@@ -333,7 +318,7 @@ def overrides_for(name, args):
         # run before its budget.
         f"training.epochs={args.steps}",
         f"training.patience={args.steps}",
-        *compare_models.scoped_overrides(name, args.set, MODELS, "model"),
+        *comparison.scoped_overrides(name, args.set, MODELS, "model"),
         f"run_dir={Path(args.output_dir) / name}",
     ]
 
@@ -365,7 +350,7 @@ def translations(config, pairs, args):
             return saved["hypotheses"], saved["decode_seconds"]
     # Trains (or resumes, or finds finished), then writes results.json.
     train(config, callbacks=[StepBudget(args.steps, run_dir / STEPS)])
-    hypotheses, seconds = compare_models.translate_timed(
+    hypotheses, seconds = comparison.translate_timed(
         run_dir, sources, args.beam_size
     )
     rd.atomic_write_text(
@@ -404,7 +389,7 @@ def reproduce(name, args):
         "steps": trained_steps(run_dir),
         "batch_size": config["training"]["batch_size"],
         "beam_size": args.beam_size,
-        **compare_models.scores_row(
+        **comparison.scores_row(
             run_dir,
             pairs,
             hypotheses,
@@ -500,8 +485,8 @@ def figure3(rows, args):
 def format_table(rows, steps, width, count):
     """Table 1 and the BLEU by length as plain text."""
     first = rows[0]
-    labels = compare_models.bucket_labels(width, count)
-    table = compare_models.render_table(
+    labels = comparison.bucket_labels(width, count)
+    table = comparison.render_table(
         [title for title, _ in COLUMNS],
         [[cell(row) for _, cell in COLUMNS] for row in rows],
     )
@@ -533,17 +518,14 @@ def format_table(rows, steps, width, count):
         f"BLEU signature: {first['bleu_signature']}",
         "",
     ]
-    table += compare_models.render_table(
+    table += comparison.render_table(
         ["test BLEU by source length"] + labels,
-        [
-            [row["label"]] + compare_models.bucket_cells(row, labels)
-            for row in rows
-        ],
+        [[row["label"]] + comparison.bucket_cells(row, labels) for row in rows],
     )
     table += [
         "",
         "Source length in words; "
-        + compare_models.bucket_counts(first, labels)
+        + comparison.bucket_counts(first, labels)
         + ".",
     ]
     return "\n".join(table)
@@ -554,7 +536,7 @@ def main(argv=None):
     args = parse_args(argv)
     started = time.perf_counter()
     output_dir = Path(args.output_dir)
-    rows = compare_models.collect_rows(
+    rows = comparison.collect_rows(
         args.models, lambda name: reproduce(name, args), "reproduce_bahdanau.py"
     )
     figure2(rows, output_dir / "figure2_bleu_by_length.png", args)
@@ -565,7 +547,7 @@ def main(argv=None):
     rd.atomic_write_text(
         output_dir / "table.json", json.dumps(figures, indent=2)
     )
-    compare_models.report(rows, table, args.json, started, "run")
+    comparison.report(rows, table, args.json, started, "run")
     if args.record:
         records.write_record(
             args.record,

@@ -2,8 +2,9 @@
 
 Builds SentencePiece (or word) tokenizers, their `TranslationPreprocessor`
 (the tf.data pipeline) and an RNNsearch, trains it with `model.fit` and
-Keras callbacks, translates the dev set with beam search and exports a TF
-Serving SavedModel. Runs unchanged on every backend:
+Keras callbacks, translates the dev set with beam search, saves the
+translator as a preset (`Translator.from_preset` loads it back) and exports
+a TF Serving SavedModel. Runs unchanged on every backend:
 
     KERAS_BACKEND=jax python examples/train_with_fit.py \
         --source train.de --target train.en --epochs 10
@@ -21,7 +22,6 @@ import keras
 
 from keras_bahdanau import data
 from keras_bahdanau import models
-from keras_bahdanau import run_directory
 from keras_bahdanau import training
 from keras_bahdanau.decoding import SearchConfig
 from keras_bahdanau.preprocessor import TranslationPreprocessor
@@ -71,6 +71,7 @@ def main(argv=None):
         train,
         validation_data=dev,
         epochs=args.epochs,
+        shuffle=False,  # the dataset reshuffles itself each epoch
         callbacks=[
             keras.callbacks.ReduceLROnPlateau(factor=0.5, patience=1),
             keras.callbacks.EarlyStopping(
@@ -89,7 +90,7 @@ def main(argv=None):
     ):
         print(f"{sentence}\n  -> {translation.text}")
 
-    run_directory.save_run(run_dir, model, source, target)
+    translator.save_to_preset(run_dir / "preset")
     print(translator.export(run_dir / "saved_model"))
 
 

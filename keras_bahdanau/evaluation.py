@@ -8,6 +8,7 @@ scores the dev and test splits of a finished training run into its
 `results.json`.
 """
 
+import dataclasses
 import json
 import time
 import warnings
@@ -185,7 +186,8 @@ def compare_runs(test_sets, translators, searches, **options):
     `translators` and `searches` are the runs' `Translator`s and
     `SearchConfig`s, in order (a generator of translators loads one model
     at a time); `**options` are `evaluate`'s. Returns `{label: scores}`:
-    `evaluate`'s results without the hypotheses.
+    `evaluate`'s results without the hypotheses, with the run's `search`
+    as a dict.
     """
     scores = {}
     for (label, pairs), translator, search in zip(
@@ -199,13 +201,14 @@ def compare_runs(test_sets, translators, searches, **options):
             **options,
         )
         del scores[label]["hypotheses"]
+        scores[label]["search"] = dataclasses.asdict(search)
     return scores
 
 
-def format_report(scores, search):
-    """The table of runs' scores (`compare_runs`), then BLEU by length; a
-    warning if their sacreBLEU signatures (versions) differ. `search`: the
-    `SearchConfig` of the runs' translations."""
+def format_report(scores):
+    """The table of runs' scores (`compare_runs`), then BLEU by length at
+    the first run's beam size; a warning if their sacreBLEU signatures
+    (versions) differ."""
     width = max(len("run"), *(len(label) for label in scores))
     lines = [
         f"{'run':<{width}}  {'BLEU':>6}  {'chrF':>6}  sentences",
@@ -223,9 +226,10 @@ def format_report(scores, search):
     for bleu, chrf in sorted(signatures):
         lines += [f"BLEU signature: {bleu}", f"chrF signature: {chrf}"]
     first = next(iter(scores.values()))
+    beam_size = first["search"]["beam_size"]
     lines += [
         "",
-        f"BLEU by source length (words), beam size {search.beam_size}:",
+        f"BLEU by source length (words), beam size {beam_size}:",
         f"{'words':>7}  {'sentences':>9}  "
         + "  ".join(f"{label:>{max(len(label), 6)}}" for label in scores),
     ]

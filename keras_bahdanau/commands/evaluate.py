@@ -1,6 +1,5 @@
 """`keras-bahdanau evaluate RUN_DIR [RUN_DIR ...]`: BLEU and chrF of runs."""
 
-import dataclasses
 import json
 
 from keras_bahdanau import evaluation
@@ -15,9 +14,9 @@ from keras_bahdanau.run_directory import atomic_write_text
 def add_arguments(parser):
     parser.description = (
         "Translate a test set with one or more runs; print sacreBLEU BLEU "
-        "and chrF with their signatures, and BLEU per source-length bucket "
-        "(the paper's Figure 2). The test set is --split of each run's "
-        "training corpus (config.json) or the files --source/--reference."
+        "and chrF with their signatures, and BLEU by source length (the "
+        "paper's Figure 2). The test set is --split of each run's training "
+        "corpus (config.json) or the files --source/--reference."
     )
     parser.add_argument(
         "run_dirs", nargs="+", metavar="RUN_DIR", help="run directories"
@@ -42,12 +41,8 @@ def add_arguments(parser):
     parser.add_argument(
         "--bucket-width", type=int, default=10, help="words per length bucket"
     )
-    parser.add_argument(
-        "--plot", help="draw BLEU by length into this .png/.svg/.pdf file"
-    )
-    parser.add_argument(
-        "--json", help="also write all scores (no hypotheses) to this file"
-    )
+    parser.add_argument("--plot", help="plot BLEU by length to this file")
+    parser.add_argument("--json", help="also write the scores to this file")
     add_search_arguments(parser)
     records.add_record_argument(parser)
 
@@ -63,15 +58,14 @@ def run(args):
         args.reference,
         args.errors,
     )
-    searches = [search_config(args, run_dir) for run_dir in args.run_dirs]
     scores = evaluation.compare_runs(
         test_sets,
         (translator_from_args(args, run_dir) for run_dir in args.run_dirs),
-        searches,
+        [search_config(args, run_dir) for run_dir in args.run_dirs],
         bucket_width=args.bucket_width,
         batch_size=args.batch_size,
     )
-    print(evaluation.format_report(scores, searches[0]))
+    print(evaluation.format_report(scores))
     if args.plot:
         plot_bleu_by_length(evaluation.length_curves(scores), path=args.plot)
         print(f"BLEU by length plotted in {args.plot}")
@@ -79,10 +73,7 @@ def run(args):
         atomic_write_text(args.json, json.dumps(scores, indent=2) + "\n")
     if args.record:
         split = None if args.source else args.split
-        for run_dir, search, figures in zip(
-            args.run_dirs, searches, scores.values(), strict=True
-        ):
-            search = dataclasses.asdict(search)
-            figures.update(run_dir=str(run_dir), split=split, search=search)
+        for run_dir, label in zip(args.run_dirs, scores, strict=True):
+            scores[label].update(run_dir=str(run_dir), split=split)
         records.write_record(args.record, "evaluate", scores, started)
     return 0

@@ -1,12 +1,12 @@
 """examples/reproduce_bahdanau.py on a toy corpus, and on the Bible (large)."""
 
-import importlib.util
 import json
 import pathlib
 
 import keras
 import numpy as np
 import pytest
+import reproduce_bahdanau as reproduce  # examples/, see conftest.py
 import sacrebleu
 from matplotlib import image
 
@@ -16,13 +16,6 @@ from keras_bahdanau.config import resolve_config
 from keras_bahdanau.data import WordTokenizer
 from keras_bahdanau.reserved import RESERVED_TOKENS
 from tests.run_fixture import reversal_corpus
-
-_SCRIPT = (
-    pathlib.Path(__file__).parents[2] / "examples" / "reproduce_bahdanau.py"
-)
-_spec = importlib.util.spec_from_file_location("reproduce_bahdanau", _SCRIPT)
-reproduce = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(reproduce)
 
 MODELS = ("rnnencdec_30", "rnnsearch_50")
 # The toy test set: two verses with a word no training pair has.

@@ -44,7 +44,7 @@ def test_trains_translates_and_exports(tmp_path, capsys):
     assert pathlib.Path(lines[-1]) == run_dir / "saved_model" / "1"
     assert (run_dir / "saved_model" / "1" / "saved_model.pb").is_file()
     assert (run_dir / "training_log.csv").is_file()
-    # The run it wrote translates as the trained model did.
-    reloaded = Translator.from_run_dir(run_dir)
+    # The preset it wrote translates as the trained model did.
+    reloaded = Translator.from_preset(run_dir / "preset")
     assert [t.text for t in reloaded.translate(dev_sources)] == printed
     assert any(printed), "all translations empty: nothing compared"
