@@ -31,6 +31,13 @@ from keras_bahdanau.reserved import NUM_RESERVED_IDS
 _BENCHMARKS = pathlib.Path(__file__).parents[2] / "benchmarks"
 # rnnsearch_tiny (m=128, n=256, l=128) with a 50-word vocabulary.
 _VOCABULARY = 50
+# The benchmarks compare with a PyTorch reference; torch comes with the
+# `all` and `torch` extras, not with `jax` or `tensorflow` alone.
+requires_torch = pytest.mark.skipif(
+    importlib.util.find_spec("torch") is None,
+    reason="the PyTorch reference needs torch, which is not installed "
+    "(pip install -e '.[all,dev]' installs it)",
+)
 
 
 def _run(script, *arguments):
@@ -159,6 +166,7 @@ def train_on_batch_run():
     return _train("--no-reference", "--loop=train_on_batch")
 
 
+@requires_torch
 def test_train_throughput_fit_and_train_on_batch_run_the_same_steps(
     fit_run, train_on_batch_run
 ):
@@ -174,6 +182,7 @@ def test_train_throughput_fit_and_train_on_batch_run_the_same_steps(
     assert fit["tokens_per_s"] > 0 and fit["peak_memory_mb"] > 0
 
 
+@requires_torch
 def test_train_throughput_flop_count_is_the_traced_training_step(fit_run):
     if keras.backend.backend() != "jax":
         pytest.skip(_NEEDS_JAX)
@@ -210,6 +219,7 @@ def test_train_throughput_flop_count_is_the_traced_training_step(fit_run):
     )
 
 
+@requires_torch
 def test_train_throughput_pools_the_reference_rounds(fit_run):
     line = fit_run
     n = line["sizes"]["hidden_dim"]
@@ -263,6 +273,7 @@ def test_train_throughput_fields_of_known_step_times(monkeypatch):
     assert ours["utilisation"] == 0.6
 
 
+@requires_torch
 def test_decode_throughput_counts_words_and_flops():
     lines = _run(
         "decode_throughput.py",
@@ -333,6 +344,7 @@ def _random_sources(batch_size=12, width=7):
     return ids.astype("int32")
 
 
+@requires_torch
 @pytest.mark.parametrize(
     "reset_after, readout_state, eos_bias, beam_size",
     [
@@ -380,6 +392,7 @@ def test_reference_decoder_gives_the_tokens_of_the_package_searches(
         assert (expected_lengths == max_length).any()
 
 
+@requires_torch
 def test_decode_throughput_times_the_reference_on_the_same_sources():
     (line,) = _run(
         "decode_throughput.py",
@@ -401,6 +414,7 @@ def test_decode_throughput_times_the_reference_on_the_same_sources():
     assert len(line["round_ratios"]) == 2
 
 
+@requires_torch
 def test_decode_throughput_fields_of_known_search_times(monkeypatch):
     """A fake clock that moves only while a search runs: each run of ours,
     of the PyTorch reference and of the comparison model takes a known
