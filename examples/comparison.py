@@ -46,7 +46,7 @@ ARCHITECTURES = {
 
 
 def shared_parser(doc, output_dir, model, names, buckets=(5, 5)):
-    """A parser with the options this script shares with others.
+    """A parser with the options the two comparison scripts share.
 
     Described by the first line of `doc`; the options `--{model}s` (the
     models to run, of `names`; default all), `--output-dir` (default
