@@ -1,12 +1,9 @@
 """Building a tokenizer by kind, and loading any saved one."""
 
-import json
-import pathlib
-
 from keras_bahdanau.tokenizers.sentence_piece_tokenizer import (
     SentencePieceTokenizer,
 )
-from keras_bahdanau.tokenizers.tokenizer import CONFIG_FILE
+from keras_bahdanau.tokenizers.tokenizer import Tokenizer
 from keras_bahdanau.tokenizers.word_piece_tokenizer import WordPieceTokenizer
 from keras_bahdanau.tokenizers.word_tokenizer import WordTokenizer
 
@@ -61,19 +58,4 @@ def load_tokenizer(path):
     Returns:
         A `WordTokenizer`, `WordPieceTokenizer` or `SentencePieceTokenizer`.
     """
-    path = pathlib.Path(path)
-    config_path = path / CONFIG_FILE
-    if not config_path.is_file():
-        raise FileNotFoundError(
-            f"No {CONFIG_FILE} in {str(path)!r}: not a folder written by "
-            "`Tokenizer.save()`."
-        )
-    config = json.loads(config_path.read_text(encoding="utf-8"))
-    class_name = config.pop("class_name")
-    classes = {cls.__name__: cls for cls in TOKENIZERS.values()}
-    if class_name not in classes:
-        raise ValueError(
-            f"Unknown tokenizer class in {str(config_path)!r}. Received: "
-            f"class_name={class_name!r}; expected one of {sorted(classes)}."
-        )
-    return classes[class_name]._from_folder(path, config)
+    return Tokenizer.load(path)

@@ -27,6 +27,8 @@ from keras_bahdanau.tokenizers.words import split_words
 
 VOCABULARY_FILE = "vocabulary.txt"
 CONFIG_FILE = "tokenizer.json"
+# Every subclass by its name, as `tokenizer.json` names it (`load`).
+_CLASSES = {}
 
 
 class Tokenizer(tf.Module):
@@ -39,6 +41,10 @@ class Tokenizer(tf.Module):
             token per line. It must start with `RESERVED_TOKENS`.
         lowercase: whether to lowercase text before tokenizing.
     """
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        _CLASSES[cls.__name__] = cls
 
     def __init__(self, vocabulary, lowercase=False):
         super().__init__()
@@ -204,15 +210,38 @@ class Tokenizer(tf.Module):
 
     @classmethod
     def load(cls, path):
-        """Loads a tokenizer saved by `save()`."""
-        # The factory knows every subclass; it imports this module.
-        from keras_bahdanau.tokenizers.factory import load_tokenizer
+        """Loads a tokenizer saved by `save()`, of whatever class it is.
 
-        tokenizer = load_tokenizer(path)
+        `Tokenizer.load` reads any of them; a subclass's `load` refuses
+        the others.
+
+        Args:
+            path: the folder holding `vocabulary.txt` and `tokenizer.json`.
+
+        Raises:
+            FileNotFoundError: the folder has no `tokenizer.json`.
+            ValueError: it holds an unknown class, or not a `cls`.
+        """
+        path = pathlib.Path(path)
+        config_path = path / CONFIG_FILE
+        if not config_path.is_file():
+            raise FileNotFoundError(
+                f"No {CONFIG_FILE} in {str(path)!r}: not a folder written by "
+                "`Tokenizer.save()`."
+            )
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+        class_name = config.pop("class_name")
+        if class_name not in _CLASSES:
+            raise ValueError(
+                f"Unknown tokenizer class in {str(config_path)!r}. Received: "
+                f"class_name={class_name!r}; expected one of "
+                f"{sorted(_CLASSES)}."
+            )
+        tokenizer = _CLASSES[class_name]._from_folder(path, config)
         if not isinstance(tokenizer, cls):
             raise ValueError(
                 f"{str(path)!r} holds a {type(tokenizer).__name__}, not a "
-                f"{cls.__name__}. Use `load_tokenizer(path)` to load any "
+                f"{cls.__name__}. Use `Tokenizer.load(path)` to load any "
                 "tokenizer."
             )
         return tokenizer

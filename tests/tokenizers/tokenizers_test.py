@@ -250,3 +250,35 @@ def test_sentencepiece_writes_no_log(kind, tmp_path, capfd):
     list(tf.data.Dataset.from_tensors(SENTENCES).map(loaded.tokenize))
     out, err = capfd.readouterr()
     assert "LOG(" not in out + err, out + err
+
+
+def test_the_tokenizer_modules_import_no_circle():
+    """`tokenizer.py` knows its subclasses by registry, not by import."""
+    import ast
+    import pathlib
+
+    folder = pathlib.Path(kt.__file__).parent
+    graph = {}
+    for path in folder.glob("*.py"):
+        names = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names.add(node.module)
+            elif isinstance(node, ast.Import):
+                names.update(alias.name for alias in node.names)
+        graph[path.stem] = {
+            name.rsplit(".", 1)[1]
+            for name in names
+            if name.startswith("keras_bahdanau.tokenizers.")
+        }
+    assert graph["tokenizer"] == {"words"}
+
+    def reaches(start, goal, seen=()):
+        return any(
+            module == goal
+            or (module not in seen and reaches(module, goal, (*seen, module)))
+            for module in graph.get(start, ())
+        )
+
+    circles = [module for module in graph if reaches(module, module)]
+    assert circles == []
