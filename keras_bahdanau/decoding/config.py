@@ -78,6 +78,34 @@ class SearchConfig:
             check_number("length_penalty", self.length_penalty, why=why)
         check_number("coverage_penalty", self.coverage_penalty, why=why)
 
+    def to_dict(self):
+        """The fields as JSON values (`relative_max_length` a list).
+
+        `SearchConfig.from_dict` reads it back: the one conversion of a
+        search to and from a preset, a record or an export's metadata.
+        Not with tensor fields (a serving request's).
+        """
+        fields = dataclasses.asdict(self)
+        if self.relative_max_length is not None:
+            fields["relative_max_length"] = list(self.relative_max_length)
+        return fields
+
+    @classmethod
+    def from_dict(cls, fields):
+        """The `SearchConfig` of a `to_dict` dict; missing fields default.
+
+        Raises:
+            ValueError: `fields` is not a dict, names a field
+                `SearchConfig` does not have, or holds a bad value.
+        """
+        names = [field.name for field in dataclasses.fields(cls)]
+        if not isinstance(fields, dict) or set(fields) - set(names):
+            raise ValueError(
+                f"A search must be a dict of the fields {names}. Received: "
+                f"{fields!r}"
+            )
+        return cls(**fields)
+
     @property
     def is_greedy(self):
         return self.beam_size == 1 and not (

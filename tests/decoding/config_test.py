@@ -87,3 +87,26 @@ def test_a_serving_request_may_set_tensor_options(backend):
         import tensorflow as tf
 
         tf.function(request_config)(*values)
+
+
+def test_to_dict_is_json_and_from_dict_reads_it_back():
+    import json
+
+    config = SearchConfig(
+        beam_size=3, n_best=2, length_penalty=0.6, relative_max_length=(1, 4)
+    )
+    fields = json.loads(json.dumps(config.to_dict()))
+    assert fields == {
+        "beam_size": 3,
+        "n_best": 2,
+        "length_penalty": 0.6,
+        "coverage_penalty": 0.0,
+        "max_length": None,
+        "relative_max_length": [1, 4],
+    }
+    assert SearchConfig.from_dict(fields) == config
+    assert SearchConfig.from_dict({"beam_size": 2}) == SearchConfig(beam_size=2)
+    with pytest.raises(ValueError, match="beam_width"):
+        SearchConfig.from_dict({"beam_width": 2})
+    with pytest.raises(ValueError, match="n_best"):
+        SearchConfig.from_dict({"beam_size": 2, "n_best": 3})
