@@ -1,6 +1,6 @@
 """Latency of an exported SavedModel, served by TensorFlow alone.
 
-Builds a run directory (`keras_bahdanau.run_directory.save_run`) with an
+Builds a preset (`Translator.save_to_preset`) with an
 RNNsearch of a preset, random weights and word vocabularies of made-up
 words (`w0`, `w1`, ...), exports it with
 `keras_bahdanau.export.export_saved_model` once per beam size (the beam
@@ -68,9 +68,10 @@ from keras_bahdanau.data import build_tokenizer
 from keras_bahdanau.decoding import SearchConfig
 from keras_bahdanau.export import export_saved_model
 from keras_bahdanau.models import RNNSearch
+from keras_bahdanau.preprocessor import TranslationPreprocessor
 from keras_bahdanau.reserved import EOS_ID
 from keras_bahdanau.reserved import NUM_RESERVED_IDS
-from keras_bahdanau.run_directory import save_run
+from keras_bahdanau.translator import Translator
 
 # What the loader must not import: TF Serving has none of them.
 BLOCKED = (
@@ -187,7 +188,7 @@ def made_up_words(args):
 
 
 def build_run(run_dir, args):
-    """Writes a run directory with random weights; returns the model."""
+    """Writes a preset with random weights; returns the model."""
     words = made_up_words(args)
     # Every word once, so the vocabulary holds them all.
     tokenizer = build_tokenizer("word", [" ".join(words)], args.vocabulary_size)
@@ -202,7 +203,8 @@ def build_run(run_dir, args):
         values = keras.ops.convert_to_numpy(bias).copy()
         values[EOS_ID] = -1e4
         bias.assign(values)
-    save_run(run_dir, model, tokenizer, tokenizer, {"preset": args.preset})
+    preprocessor = TranslationPreprocessor(tokenizer, tokenizer)
+    Translator(model, preprocessor).save_to_preset(run_dir)
     return model
 
 

@@ -209,7 +209,7 @@ def main(argv=None):
         records.write_record(
             args.record,
             "compare_models",
-            {"rows": rows},
+            rows,
             recording,
             config={
                 name: resolve_config(args.config, overrides_for(name, args))

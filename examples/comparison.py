@@ -234,9 +234,7 @@ def translate_timed(run_dir, sources, beam_size):
     shapes (`decoding.compile_search`), so after it the time is that of
     decoding, not compilation.
     """
-    translator = Translator.from_run_dir(
-        run_dir, checkpoint="best", max_source_length=None
-    )
+    translator = Translator.from_preset(run_dir, max_source_length=None)
     start = time.perf_counter()
     hypotheses = [
         translation.text
@@ -250,7 +248,7 @@ def translate_timed(run_dir, sources, beam_size):
 def scores_row(run_dir, pairs, hypotheses, decode_seconds, width, count):
     """A model's size, training time and scores on the test `pairs`.
 
-    The parameters are those `train` wrote in the run's `config.json`;
+    The parameters are those `train` wrote in the run's training config;
     the time is `training_time`'s; BLEU and chrF are `corpus_scores` of
     `hypotheses` against the targets of `pairs`, overall and by source
     length (`length_buckets` with `width` and `count`).
@@ -260,7 +258,7 @@ def scores_row(run_dir, pairs, hypotheses, decode_seconds, width, count):
     scores = corpus_scores(hypotheses, references)
     train_seconds, epochs = training_time(run_dir)
     return {
-        "parameters": rd.read_config(run_dir)["parameters"],
+        "parameters": rd.read_training_config(run_dir)["parameters"],
         "epochs": epochs,
         "train_seconds": train_seconds,
         "seconds_per_epoch": train_seconds / epochs,

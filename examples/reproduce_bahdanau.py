@@ -114,6 +114,7 @@ from keras_bahdanau.decoding import SearchConfig
 from keras_bahdanau.metrics import corpus_scores
 from keras_bahdanau.plotting import plot_attention
 from keras_bahdanau.plotting import plot_bleu_by_length
+from keras_bahdanau.presets import VOCABULARIES
 from keras_bahdanau.reserved import UNK_ID
 from keras_bahdanau.run_directory import training_max_length
 from keras_bahdanau.trainer import train
@@ -241,8 +242,8 @@ def trained_steps(run_dir):
     record = Path(run_dir) / STEPS
     if record.is_file():
         return json.loads(record.read_text(encoding="utf-8"))["steps"]
-    # A run from before the checkpoints dropped the optimizer's state.
-    model = keras.saving.load_model(run_dir / rd.LAST_MODEL, safe_mode=True)
+    # A run of a release whose checkpoints held the optimizer's state.
+    model = keras.saving.load_model(run_dir / "last.keras", safe_mode=True)
     return int(keras.ops.convert_to_numpy(model.optimizer.iterations))
 
 
@@ -370,8 +371,8 @@ def reproduce(name, args):
     pairs = scored_pairs(config, args)
     hypotheses, seconds = translations(config, pairs, args)
     known = known_word_pairs(
-        load_tokenizer(run_dir / rd.SOURCE_VOCABULARY),
-        load_tokenizer(run_dir / rd.TARGET_VOCABULARY),
+        load_tokenizer(run_dir / VOCABULARIES["source"]),
+        load_tokenizer(run_dir / VOCABULARIES["target"]),
         pairs,
     )
     no_unk = {"sentences": sum(known), "bleu": None, "chrf": None}
@@ -399,7 +400,16 @@ def reproduce(name, args):
         ),
         "no_unk": no_unk,
         "paper_bleu": {"all": paper[0], "no_unk": paper[1]},
+        "corpus": corpus_name(config["data"]),
+        "train_minutes": None,  # Transcribed records give minutes only.
     }
+
+
+def corpus_name(data):
+    """The corpus of a `[data]` table: its name, or its files' folder."""
+    if data["corpus"] == "files":
+        return Path(data["source_file"]).parent.name
+    return data["corpus"]
 
 
 def figure2(rows, path, args):
@@ -439,10 +449,8 @@ def figure3(rows, args):
     )
     if row is None or not args.alignments:
         return []
-    pairs = scored_pairs(rd.read_config(row["run_dir"]), args)
-    translator = Translator.from_run_dir(
-        row["run_dir"], checkpoint="best", max_source_length=None
-    )
+    pairs = scored_pairs(rd.read_training_config(row["run_dir"]), args)
+    translator = Translator.from_preset(row["run_dir"], max_source_length=None)
     lengths = (
         translator.source_tokenizer.tokenize([source for source, _ in pairs])
         .row_lengths()
@@ -552,13 +560,15 @@ def main(argv=None):
         records.write_record(
             args.record,
             "reproduce_bahdanau",
-            figures,
+            rows,
             recording,
             config={
                 name: resolve_config(None, overrides_for(name, args))
                 for name in args.models
             },
             argv=[__file__, *(sys.argv[1:] if argv is None else argv)],
+            steps=args.steps,
+            figure3=alignments,
         )
     return rows
 

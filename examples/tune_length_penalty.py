@@ -33,12 +33,12 @@ from keras_bahdanau.translator import Translator
 
 def tune(run_dir, alphas, beam_size, max_sentences):
     """Dev scores of `run_dir` per alpha: a list of dicts."""
-    config = run_directory.read_config(run_dir)
+    config = run_directory.read_training_config(run_dir)
     pairs = load_corpus(config["data"])["dev"][: max_sentences or None]
     sources = [source for source, _ in pairs]
     references = [target for _, target in pairs]
     # Whole sentences, as `evaluate_run` translates dev and test.
-    translator = Translator.from_run_dir(run_dir, max_source_length=None)
+    translator = Translator.from_preset(run_dir, max_source_length=None)
     reference_words = sum(len(reference.split()) for reference in references)
     rows = []
     for alpha in alphas:
@@ -102,9 +102,13 @@ def main(argv=None):
             f"best alpha {run['best_alpha']}"
         )
     if args.record:
-        records.write_record(
-            args.record, "length_penalty", {"runs": runs}, started
-        )
+        # One row per measurement: per run and alpha.
+        rows = [
+            {**{k: v for k, v in run.items() if k != "alphas"}, **alpha}
+            for run in runs
+            for alpha in run["alphas"]
+        ]
+        records.write_record(args.record, "length_penalty", rows, started)
     return runs
 
 

@@ -3,12 +3,11 @@
 `evaluate` translates sentences with a `Translator` and scores them with
 `keras_bahdanau.metrics` (sacreBLEU BLEU and chrF, with signatures, and
 BLEU by source length); `read_test_sets`, `compare_runs` and
-`format_report` compare runs (`keras-bahdanau evaluate`); `evaluate_run`
-scores the dev and test splits of a finished training run into its
-`results.json`.
+`format_report` compare presets (`keras-bahdanau evaluate`);
+`evaluate_run` scores the dev and test splits of a finished training run
+into its `results.json`.
 """
 
-import dataclasses
 import json
 import time
 import warnings
@@ -19,7 +18,6 @@ from keras_bahdanau.config import config_errors
 from keras_bahdanau.data import WordTokenizer
 from keras_bahdanau.data import load_corpus
 from keras_bahdanau.data import read_parallel_files
-from keras_bahdanau.decoding.config import run_search
 from keras_bahdanau.metrics import bleu_by_length
 from keras_bahdanau.metrics import corpus_scores
 from keras_bahdanau.plotting import plot_attention
@@ -36,8 +34,8 @@ def evaluate(
         translator: a `keras_bahdanau.translator.Translator`.
         sources: list of str.
         references: list of str, one per source.
-        search: a `keras_bahdanau.decoding.SearchConfig` (None: its
-            defaults); `n_best` must be 1.
+        search: a `keras_bahdanau.decoding.SearchConfig` (None: the
+            translator's); `n_best` must be 1.
         bucket_width: the word width of the `bleu_by_length` buckets.
         **options: other options of `Translator.translate`
             (e.g. `replace_unknown`, `batch_size`), except
@@ -51,7 +49,7 @@ def evaluate(
     Example:
 
     ```python
-    translator = Translator.from_run_dir("runs/ding_de_en")
+    translator = Translator.from_preset("runs/ding_de_en")
     pairs = ding_de_en("test")
     result = evaluate(translator, [s for s, _ in pairs],
                       [t for _, t in pairs], SearchConfig(beam_size=5))
@@ -75,22 +73,22 @@ def evaluate(
 
 
 def evaluate_run(run_dir, splits, evaluation):
-    """Dev and test BLEU/chrF of a run's best model, into `results.json`.
+    """Dev and test BLEU/chrF of a run's preset, into `results.json`.
 
     Args:
         run_dir: the run directory, a `pathlib.Path`.
         splits: `{"dev": pairs, "test": pairs}`, e.g. from `load_corpus`.
-        evaluation: the `evaluation` section of the run's config.
+        evaluation: the `evaluation` section of the run's config: its
+            `max_sentences` and `replace_unknown` (the search is the
+            preset's, which training wrote from it).
 
     Returns:
         The results written: per split, `bleu`, `chrf`, their signatures,
         `sentences`, and the wall `seconds` and `ms_per_sentence` of
-        translating and scoring them (beam search in batches).
+        translating and scoring them (the preset's search, in batches).
     """
     # Whole sentences: no truncation at the training length limit.
-    translator = Translator.from_run_dir(
-        run_dir, checkpoint="best", max_source_length=None
-    )
+    translator = Translator.from_preset(run_dir, max_source_length=None)
     # Off for subwords, which have (almost) no [UNK] and no word to copy.
     replace_unknown = evaluation["replace_unknown"] and all(
         isinstance(tokenizer, WordTokenizer)
@@ -106,7 +104,6 @@ def evaluate_run(run_dir, splits, evaluation):
             translator,
             [source for source, _ in pairs],
             [target for _, target in pairs],
-            run_search(evaluation),
             replace_unknown=replace_unknown,
         )
         keys = ("bleu", "chrf", "bleu_signature", "chrf_signature")
@@ -118,7 +115,7 @@ def evaluate_run(run_dir, splits, evaluation):
         results[split]["ms_per_sentence"] = round(milliseconds, 2)
         print(
             f"[{split}] BLEU {scores['bleu']:.2f}  chrF {scores['chrf']:.2f}"
-            f"  ({len(pairs)} sentences, beam {evaluation['beam_size']}"
+            f"  ({len(pairs)} sentences, beam {translator.search.beam_size}"
             f"{', unknown words replaced' if replace_unknown else ''}; "
             f"{scores['bleu_signature']})"
         )
@@ -129,13 +126,14 @@ def evaluate_run(run_dir, splits, evaluation):
 
 
 def read_test_sets(run_dirs, split, max_sentences, source, reference, errors):
-    """The test pairs of runs, `{label: pairs}`, read before a model loads.
+    """The test pairs of presets, `{label: pairs}`, read before a model
+    loads.
 
     The aligned files `source` and `reference` (both or neither; `errors`
-    as for `read_lines`) for every run, else the `split` of each run's
+    as for `read_lines`) for every preset, else the `split` of each run's
     training corpus, whose sources must be the same; the first
-    `max_sentences` pairs (0: all). A run's label is its folder's name, or
-    its path if two names are the same.
+    `max_sentences` pairs (0: all). A preset's label is its folder's name,
+    or its path if two names are the same.
     """
     if bool(source) != bool(reference):
         raise ValueError(
@@ -159,11 +157,12 @@ def read_test_sets(run_dirs, split, max_sentences, source, reference, errors):
         return dict.fromkeys(labels, pairs[:limit])
     test_sets, corpora = [], {}
     for run_dir in run_dirs:
-        config = run_directory.read_config(run_dir)
+        config = run_directory.read_training_config(run_dir) or {}
         if "data" not in config:
             raise ValueError(
-                f"{run_dir}/config.json names no training corpus (no `data` "
-                "section). Pass --source and --reference."
+                f"{run_dir} names no training corpus (no training config "
+                "with a `data` section: not a run directory of "
+                "`keras-bahdanau train`). Pass --source and --reference."
             )
         key = json.dumps(config["data"], sort_keys=True)
         if key not in corpora:
@@ -180,18 +179,18 @@ def read_test_sets(run_dirs, split, max_sentences, source, reference, errors):
     return dict(zip(labels, test_sets, strict=True))
 
 
-def compare_runs(test_sets, translators, searches, **options):
-    """The scores of runs, each on its test set (`read_test_sets`).
+def compare_runs(test_sets, translators, **options):
+    """The scores of presets, each on its test set (`read_test_sets`).
 
-    `translators` and `searches` are the runs' `Translator`s and
-    `SearchConfig`s, in order (a generator of translators loads one model
-    at a time); `**options` are `evaluate`'s. Returns `{label: scores}`:
-    `evaluate`'s results without the hypotheses, with the run's `search`
-    as a dict.
+    `translators`: `(Translator, SearchConfig)` pairs, in the order of
+    `test_sets` (a generator loads one model at a time); `**options` are
+    `evaluate`'s. Returns `{label: scores}`: `evaluate`'s results without
+    the hypotheses, with the number of `sentences` and the `search` as a
+    dict.
     """
     scores = {}
-    for (label, pairs), translator, search in zip(
-        test_sets.items(), translators, searches, strict=True
+    for (label, pairs), (translator, search) in zip(
+        test_sets.items(), translators, strict=True
     ):
         scores[label] = evaluate(
             translator,
@@ -201,7 +200,7 @@ def compare_runs(test_sets, translators, searches, **options):
             **options,
         )
         del scores[label]["hypotheses"]
-        scores[label]["search"] = dataclasses.asdict(search)
+        scores[label].update(sentences=len(pairs), search=search.to_dict())
     return scores
 
 
@@ -258,14 +257,12 @@ def length_curves(scores):
 
 def translate_examples(run_dir, config, count, plots):
     """The first `count` test pairs of a run's corpus (`config["data"]`)
-    as `{"source", "reference", "translation"}` dicts, translated with its
-    `config["evaluation"]` search; their alignments (the paper's Figure 3)
+    as `{"source", "reference", "translation"}` dicts, translated with the
+    run's preset and its search; their alignments (the paper's Figure 3)
     go to `plots/test_0.png`, `test_1.png`, ... (the folder is created)."""
     pairs = load_corpus(config["data"])["test"][:count]
-    translations = Translator.from_run_dir(run_dir).translate(
-        [source for source, _ in pairs],
-        run_search(config["evaluation"]),
-        return_attention=True,
+    translations = Translator.from_preset(run_dir).translate(
+        [source for source, _ in pairs], return_attention=True
     )
     Path(plots).mkdir(exist_ok=True)
     for i, translation in enumerate(translations):

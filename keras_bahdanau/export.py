@@ -1,7 +1,7 @@
-"""Export a trained run as a SavedModel for TensorFlow Serving.
+"""Export a trained model as a SavedModel for TensorFlow Serving.
 
-`export_saved_model(run_dir, output)` (CLI: `keras-bahdanau export RUN_DIR
---output saved_models/NAME`) writes TF Serving's layout,
+`export_saved_model(preset, output)` (CLI: `keras-bahdanau export PRESET
+--output saved_models/NAME`; `Translator.export`) writes TF Serving's layout,
 `saved_models/NAME/<version>/`, with three signatures that take raw text:
 tokenization, beam search and detokenization all run inside the graph, so
 a server needs no Python and no keras_bahdanau. See docs/serving.md.
@@ -40,8 +40,9 @@ costs: a request of more than `max_batch` sentences fails as a whole with
 The artifact is always built on the TensorFlow backend: a JAX export puts
 the whole computation into one `XlaCallModule` op, which TF Serving runs
 poorly, and torch cannot export a SavedModel here. On those backends the
-export runs in a `KERAS_BACKEND=tensorflow` subprocess that loads the run's
-`.keras` file (the weights load on any backend). The graph functions are
+export runs in a `KERAS_BACKEND=tensorflow` subprocess that loads the
+preset (the weights load on any backend); on TensorFlow it runs in this
+process, from the `Translator` itself. The graph functions are
 serving_graph.py's `ServingGraph`.
 """
 
@@ -58,10 +59,10 @@ import keras
 import tensorflow as tf
 
 from keras_bahdanau import presets
-from keras_bahdanau import run_directory
 from keras_bahdanau.decoding import SearchConfig
 from keras_bahdanau.decoding import as_search_config
 from keras_bahdanau.preprocessor import TranslationPreprocessor
+from keras_bahdanau.run_directory import RunDirectoryError
 from keras_bahdanau.serving_graph import LOWEST_SCORE
 from keras_bahdanau.serving_graph import ServingGraph
 from keras_bahdanau.text import STATUS_EMPTY
@@ -76,7 +77,7 @@ METADATA_FILE = "assets.extra/keras_bahdanau.json"
 
 
 def export_saved_model(
-    run_dir,
+    preset,
     output,
     version=None,
     checkpoint="best",
@@ -86,24 +87,26 @@ def export_saved_model(
     max_batch=64,
     max_beam_size=8,
 ):
-    """Writes a run's model as a TF Serving SavedModel version.
+    """Writes a trained model as a TF Serving SavedModel version.
 
     The version is built in a hidden temporary folder inside `output` and
     renamed into place, so an interrupted export never leaves a half-written
     version (TF Serving ignores folders whose name is not a number).
 
     Args:
-        run_dir: a run directory written by `keras-bahdanau train`, or a
-            preset folder (`Translator.save_to_preset`).
+        preset: a preset folder (a run directory of `keras-bahdanau
+            train`, or a folder of `Translator.save_to_preset`), or a
+            `Translator` (`Translator.export`).
         output: the model's folder, e.g. `saved_models/NAME`; created if
             needed. The SavedModel goes to `output/<version>/`.
         version: int >= 1, or None for one more than the highest existing
             version (1 for a new folder).
-        checkpoint: `"best"` or `"last"` (run directories).
+        checkpoint: `"best"` or `"last"` (run directories), for a folder.
         overwrite: whether to replace an existing version.
-        search: a `SearchConfig` with `n_best=1` (None: the defaults),
-            the search of `serving_default` and `align`; `translate_n_best`
-            takes `beam_size`, `n_best` and `length_penalty` per request.
+        search: a `SearchConfig` with `n_best=1`, the search of
+            `serving_default` and `align` (None: the preset's own, with
+            `n_best=1`); `translate_n_best` takes `beam_size`, `n_best`
+            and `length_penalty` per request.
         max_source_tokens: int >= 1, the most tokens a sentence may have;
             a longer one is not translated and gets status `"too_long"`.
         max_batch: int >= 1, the most sentences per request; a larger
@@ -123,21 +126,24 @@ def export_saved_model(
     # demo,target=/models/demo -e MODEL_NAME=demo tensorflow/serving
     ```
     """
-    settings = ExportSettings(
-        search, max_source_tokens, max_batch, max_beam_size
-    )
     check_int(
         "version",
         version,
         allow_none=True,
         why="(TF Serving serves numbered folders)",
     )
-    # Fail early, with the run directory's own errors (missing, damaged
-    # or mismatched files), before a subprocess is started.
-    if presets.is_preset(run_dir):
-        presets.check_preset(run_dir)
+    translator = None
+    if isinstance(preset, str | os.PathLike):
+        # Fails early, with the preset's own errors (missing, damaged or
+        # mismatched files), before a subprocess is started.
+        own_search = presets.check_preset(preset, checkpoint).settings["search"]
     else:
-        run_directory.check_run(run_dir, checkpoint)
+        translator, own_search = preset, preset.search
+    if search is None:
+        search = dataclasses.replace(own_search, n_best=1)
+    settings = ExportSettings(
+        search, max_source_tokens, max_batch, max_beam_size
+    )
     output = pathlib.Path(output)
     if output.exists() and not output.is_dir():
         raise NotADirectoryError(
@@ -162,10 +168,23 @@ def export_saved_model(
     )
     try:
         if keras.backend.backend() == "tensorflow":
-            write = write_saved_model
+            if translator is None:
+                write_preset_saved_model(
+                    str(preset), checkpoint, temporary, settings
+                )
+            else:
+                write_saved_model(translator, temporary, settings)
+        elif translator is None:
+            _write_in_tensorflow_subprocess(
+                str(preset), checkpoint, str(temporary), settings
+            )
         else:
-            write = _write_in_tensorflow_subprocess
-        write(str(run_dir), checkpoint, str(temporary), settings)
+            # The model goes to the TensorFlow process as a preset.
+            with tempfile.TemporaryDirectory() as folder:
+                saved = translator.save_to_preset(pathlib.Path(folder) / "p")
+                _write_in_tensorflow_subprocess(
+                    str(saved), None, str(temporary), settings
+                )
         # mkdtemp() made it private (0700); a server running as another
         # user must be able to read the version.
         temporary.chmod(0o755)
@@ -209,7 +228,7 @@ class ExportSettings:
 
     def to_json(self):
         """A dict of JSON values, as `METADATA_FILE` records the settings."""
-        search = dataclasses.asdict(self.search)
+        search = self.search.to_dict()
         del search["n_best"]  # translate_n_best takes it per request.
         if self.search.relative_max_length is None:  # Not recorded unused.
             del search["relative_max_length"]
@@ -220,7 +239,7 @@ class ExportSettings:
         """The settings of a `to_json` dict."""
         limits = {name: record[name] for name in _LIMITS}
         search = {k: v for k, v in record.items() if k not in limits}
-        return cls(SearchConfig(**search), **limits)
+        return cls(SearchConfig.from_dict(search), **limits)
 
 
 def _publish(temporary, target):
@@ -241,9 +260,10 @@ def _publish(temporary, target):
 _RUN_DIRECTORY_ERROR = "keras_bahdanau.run_directory.RunDirectoryError: "
 
 
-def _write_in_tensorflow_subprocess(run_dir, checkpoint, path, settings):
-    """Runs `main` (so `write_saved_model`) with KERAS_BACKEND=tensorflow."""
-    build = dict(run_dir=run_dir, checkpoint=checkpoint, path=path)
+def _write_in_tensorflow_subprocess(preset, checkpoint, path, settings):
+    """Runs `main` (so `write_preset_saved_model`) with
+    KERAS_BACKEND=tensorflow."""
+    build = dict(preset=preset, checkpoint=checkpoint, path=path)
     build["settings"] = settings.to_json()  # The process boundary.
     process = subprocess.run(
         [sys.executable, "-m", "keras_bahdanau.export", json.dumps(build)],
@@ -255,7 +275,7 @@ def _write_in_tensorflow_subprocess(run_dir, checkpoint, path, settings):
         # E.g. a model file refused by safe_mode: the same error as on
         # the TensorFlow backend, not a subprocess failure.
         message = process.stderr.rsplit(_RUN_DIRECTORY_ERROR, 1)[1]
-        raise run_directory.RunDirectoryError(message)
+        raise RunDirectoryError(message)
     if process.returncode:
         raise RuntimeError(
             "The export in a KERAS_BACKEND=tensorflow subprocess failed "
@@ -266,7 +286,7 @@ def _write_in_tensorflow_subprocess(run_dir, checkpoint, path, settings):
 def main(argv=None):
     """`python -m keras_bahdanau.export BUILD`: the export subprocess.
 
-    Runs `write_saved_model` with the arguments that
+    Runs `write_preset_saved_model` with the arguments that
     `_write_in_tensorflow_subprocess` wrote as JSON; a `RunDirectoryError`
     exits with status 3, its message after `_RUN_DIRECTORY_ERROR` on
     stderr.
@@ -275,37 +295,51 @@ def main(argv=None):
     build = json.loads(build)
     settings = ExportSettings.from_json(build.pop("settings"))
     try:
-        write_saved_model(**build, settings=settings)
-    except run_directory.RunDirectoryError as error:
+        write_preset_saved_model(**build, settings=settings)
+    except RunDirectoryError as error:
         sys.stderr.write(_RUN_DIRECTORY_ERROR + str(error))
         return 3
     return 0
 
 
-def write_saved_model(run_dir, checkpoint, path, settings):
+def write_preset_saved_model(preset, checkpoint, path, settings):
+    """`write_saved_model` of a preset's model (TensorFlow backend).
+
+    `checkpoint`: `"best"` or `"last"`, recorded with the preset's path;
+    None: the best, of a temporary preset (`Translator.export`), recorded
+    as an object's.
+    """
+    from keras_bahdanau.translator import Translator
+
+    translator = Translator.from_preset(preset, checkpoint or "best")
+    origin = None
+    if checkpoint is not None:
+        metadata = presets.check_preset(preset).metadata
+        origin = {
+            "preset": str(pathlib.Path(preset).resolve()),
+            "checkpoint": checkpoint,
+            "trained_backend": metadata["backend"],
+        }
+    write_saved_model(translator, path, settings, origin)
+
+
+def write_saved_model(translator, path, settings, origin=None):
     """Builds the signatures and writes the SavedModel into `path`.
 
-    On the TensorFlow backend only. `settings`: an `ExportSettings`,
-    recorded in `METADATA_FILE`.
+    On the TensorFlow backend only. `translator`: its model and
+    tokenizers are exported; `settings`: an `ExportSettings`, recorded in
+    `METADATA_FILE` with `origin` (where the model came from; None: this
+    process's translator).
     """
     if keras.backend.backend() != "tensorflow":
         raise RuntimeError(
             "The SavedModel must be built on the TensorFlow backend. "
             f"Received: backend={keras.backend.backend()!r}"
         )
-    if presets.is_preset(run_dir):
-        model, source, target, _ = presets.load_preset(run_dir)
-        origin = {"preset": str(pathlib.Path(run_dir).resolve())}
-        trained_backend = presets.read_metadata(run_dir)["backend"]
-    else:
-        model, source, target, config = run_directory.load_run(
-            run_dir, checkpoint
-        )
-        origin = {
-            "run_dir": str(pathlib.Path(run_dir).resolve()),
-            "checkpoint": checkpoint,
-        }
-        trained_backend = config.get("backend")
+    model = translator.model
+    source, target = translator.preprocessor.tokenizers
+    if origin is None:  # A `Translator` of this process.
+        origin = {"preset": None, "checkpoint": None, "trained_backend": None}
     # The length policy of `Translator(..., long_sources="error")`.
     preprocessor = TranslationPreprocessor(
         source, target, settings.max_source_tokens, long_sources="error"
@@ -340,7 +374,6 @@ def write_saved_model(run_dir, checkpoint, path, settings):
     metadata = {
         **origin,
         "model": type(model).__name__,
-        "trained_backend": trained_backend,
         "export_backend": keras.backend.backend(),
         "settings": settings.to_json(),
         "signatures": list(SIGNATURES),
@@ -362,6 +395,7 @@ __all__ = [
     "STATUS_TOO_LONG",
     "export_saved_model",
     "main",
+    "write_preset_saved_model",
     "write_saved_model",
 ]
 

@@ -3,26 +3,28 @@
 One object, like keras-hub's `Seq2SeqLMPreprocessor`, holds the two
 tokenizers (their vocabularies start with the reserved tokens of
 `keras_bahdanau.reserved`) and the length policy for sources, and does
-every text step: packing sentence pairs into training batches
-(`make_dataset`), reading sources for the search (`read_sources`, in graph
+every text step with keras-hub's verbs: calling it packs sentence pairs
+into training examples (`make_dataset` batches them by length),
+`generate_preprocess` reads sources for the search and
+`generate_postprocess` turns a search result back into text, in graph
 mode: the same ops run eagerly, in `tf.data` and in the exported
-SavedModel) and turning a search result back into text
-(`decode_hypotheses`). Training, `Translator` and the serving graph use it.
+SavedModel. Training, `Translator` and the serving graph use it.
 """
 
-import warnings
-
-import numpy as np
 import tensorflow as tf
 
+from keras_bahdanau import presets
 from keras_bahdanau.data.pipeline import make_dataset
+from keras_bahdanau.reserved import BOS_ID
+from keras_bahdanau.reserved import EOS_ID
+from keras_bahdanau.reserved import PAD_ID
 from keras_bahdanau.text import STATUS_EMPTY
 from keras_bahdanau.text import STATUS_OK
 from keras_bahdanau.text import STATUS_TOO_LONG
 from keras_bahdanau.validation import check_choice
 from keras_bahdanau.validation import check_int
 
-# What a source over `max_source_length` tokens becomes (`tokenize_sources`).
+# What `Translator` does with a source over `max_source_length` tokens.
 LONG_SOURCES = ("truncate", "error")
 
 
@@ -34,21 +36,36 @@ class TranslationPreprocessor:
         target_tokenizer: the `Tokenizer` of the target language (may be
             the same object, for a joint vocabulary).
         max_source_length: int >= 1 or None, the most tokens of a source
-            that is translated as it is (see `tokenize_sources`).
-        long_sources: what `tokenize_sources` does with a longer source:
+            that is translated as it is.
+        long_sources: what `Translator` does with a longer source:
             `"truncate"` (its first `max_source_length` tokens, with a
             `UserWarning`) or `"error"` (a `ValueError`).
+
+    Call arguments:
+        sources: string `()` or `(batch,)`, a str, a list of str or a
+            string tensor.
+        targets: their translations, the same shape.
+
+    Returns (of a call):
+        `(x, y)` as `model.fit` takes them: `x = {"source_ids": ...,
+        "target_ids": [BOS] y_1 .. y_n}`, `y = y_1 .. y_n [EOS]`, int32
+        `(batch, T)` padded with `[PAD]` to the longest in the batch
+        (`(T,)` for one pair). Usable in `tf.data.Dataset.map`.
 
     Example:
 
     ```python
     preprocessor = TranslationPreprocessor(source, target)
+    x, y = preprocessor(["Das Haus ist klein."], ["The house is small."])
+    pairs = tf.data.Dataset.from_tensor_slices((sources, targets))
+    model.fit(pairs.batch(32).map(preprocessor))
     dataset, report = preprocessor.make_dataset(pairs, batch_size=80)
-    model.fit(dataset)
-    sources = preprocessor.read_sources(["Das Haus ist klein."])
+    sources = preprocessor.generate_preprocess(["Das Haus ist klein."])
     sources["ids"]  # <tf.RaggedTensor [[57, 212, 19, 301, 4]]>
     ```
     """
+
+    _POLICY = ("max_source_length", "long_sources")
 
     def __init__(
         self,
@@ -64,10 +81,59 @@ class TranslationPreprocessor:
         self.max_source_length = max_source_length
         self.long_sources = long_sources
 
+    def __call__(self, sources, targets):
+        single = tf.convert_to_tensor(sources).shape.rank == 0
+        sources, targets = (
+            tf.reshape(text, [-1]) for text in (sources, targets)
+        )
+        source = self.source_tokenizer.tokenize(sources)
+        target = self.target_tokenizer.tokenize(targets)
+        column = tf.ones([target.nrows(), 1], target.dtype)  # (batch, 1)
+        column = tf.RaggedTensor.from_tensor(column)
+        inputs = tf.concat([column * BOS_ID, target], axis=1)
+        labels = tf.concat([target, column * EOS_ID], axis=1)
+        x = {
+            "source_ids": source.to_tensor(PAD_ID),
+            "target_ids": inputs.to_tensor(PAD_ID),
+        }  # (batch, Tx), (batch, Ty + 1)
+        y = labels.to_tensor(PAD_ID)  # (batch, Ty + 1)
+        if single:
+            return {name: ids[0] for name, ids in x.items()}, y[0]
+        return x, y
+
     @property
     def tokenizers(self):
         """`(source_tokenizer, target_tokenizer)`."""
         return self.source_tokenizer, self.target_tokenizer
+
+    def get_config(self):
+        """The length policy, as `translator.json` of a preset holds it."""
+        return {
+            "max_source_length": self.max_source_length,
+            "long_sources": self.long_sources,
+        }
+
+    @classmethod
+    def from_preset(cls, preset, **kwargs):
+        """The preprocessor of a preset: its tokenizers and length policy.
+
+        Args:
+            preset: a preset folder or a run directory (`presets.py`).
+            **kwargs: `max_source_length`, `long_sources` replacing the
+                preset's.
+        """
+        found = presets.check_preset(preset)
+        policy = {name: found.settings[name] for name in cls._POLICY}
+        return cls(*found.tokenizers, **{**policy, **kwargs})
+
+    def save_to_preset(self, preset):
+        """Writes the tokenizers and length policy into a preset folder.
+
+        As keras-hub's `Preprocessor.save_to_preset`: the folder's
+        `assets/` and `translator.json` (created, or updated), beside the
+        model's files; `Translator.save_to_preset` writes a whole preset.
+        """
+        presets.write_preprocessor(preset, self.tokenizers, self.get_config())
 
     def check_model(self, model):
         """Raises a `ValueError` if the vocabularies do not fit `model`."""
@@ -83,10 +149,11 @@ class TranslationPreprocessor:
                 )
 
     def make_dataset(self, pairs, **kwargs):
-        """Training batches of sentence pairs: `data.make_dataset`.
+        """Training batches of sentence pairs, bucketed by length.
 
-        Sources are packed as their tokens, decoder inputs as `[BOS] y`,
-        labels as `y [EOS]`, all padded with `[PAD]` in length buckets.
+        `data.make_dataset`: the pairs packed as a call packs them, padded
+        to the width of their length bucket, pairs too long or empty left
+        out (counted in the report).
 
         Args:
             pairs: list of `(source, target)` string tuples.
@@ -99,12 +166,12 @@ class TranslationPreprocessor:
         """
         return make_dataset(pairs, *self.tokenizers, **kwargs)
 
-    def read_sources(self, text):
-        """Tokenizes a batch of sentences and gives each one its status.
+    def generate_preprocess(self, text):
+        """Tokenizes a batch of sources and gives each one its status.
 
         In graph mode: the serving graph runs these ops. Invalid UTF-8
-        bytes become U+FFFD (a Python str has none). What becomes of a
-        sentence that is not `STATUS_OK` is the caller's.
+        bytes become U+FFFD (a Python str has none). Nothing is cut: what
+        becomes of a sentence that is not `STATUS_OK` is the caller's.
 
         Args:
             text: string `(batch,)`, a list of str or a string tensor.
@@ -136,59 +203,13 @@ class TranslationPreprocessor:
             "status": status,
         }
 
-    def tokenize_sources(self, sentences):
-        """Source ids and tokens per sentence, long ones cut or refused.
-
-        Args:
-            sentences: list of str.
-
-        Returns:
-            `(ids, tokens)`: per sentence an int32 NumPy array and a list
-            of str, at most `max_source_length` long.
-
-        Raises:
-            ValueError: with `long_sources="error"`, a sentence has more
-                than `max_source_length` tokens; nothing is returned.
-        """
-        limit = self.max_source_length
-        sources = self.read_sources(sentences)
-        ids = [np.asarray(row, "int32") for row in sources["ids"].to_list()]
-        tokens = [
-            [token.decode("utf-8") for token in row]
-            for row in sources["tokens"].to_list()
-        ]
-        status = sources["status"].numpy()
-        too_long = np.flatnonzero(status == STATUS_TOO_LONG.encode()).tolist()
-        if too_long:
-            longest = max(len(ids[i]) for i in too_long)
-            found = (
-                f"{len(too_long)} of {len(sentences)} sentences have more "
-                f"than max_source_length={limit} tokens (the longest has "
-                f"{longest}; sentence indices {too_long[:10]})"
-            )
-            if self.long_sources == "error":
-                raise ValueError(
-                    f"{found}. Split or shorten them, or pass "
-                    "long_sources='truncate' to translate their first "
-                    f"{limit} tokens."
-                )
-            warnings.warn(
-                f"{found}; only their first {limit} tokens are translated. "
-                "Pass max_source_length=None (CLI: --max-source-length 0) "
-                "to translate them in full.",
-                stacklevel=3,
-            )
-            for i in too_long:
-                ids[i], tokens[i] = ids[i][:limit], tokens[i][:limit]
-        return ids, tokens
-
-    def decode_hypotheses(self, result, searched, n_best=None):
+    def generate_postprocess(self, result, searched, n_best=None):
         """The text of a search result, and what an unsearched sentence gets.
 
-        In graph mode, like `read_sources`. A sentence not searched (empty,
-        or too long to serve) has one hypothesis, `""` scored 0. Its other
-        slots are empty, like those a search leaves when it finds fewer
-        hypotheses: `""`, score `-inf`, length 0.
+        In graph mode, like `generate_preprocess`. A sentence not searched
+        (empty, or too long to serve) has one hypothesis, `""` scored 0.
+        Its other slots are empty, like those a search leaves when it
+        finds fewer hypotheses: `""`, score `-inf`, length 0.
 
         Args:
             result: a `decoding.SearchResult` (arrays or tensors).

@@ -1,14 +1,17 @@
 """Records of measured runs: the figures, with what ran and where.
 
-Every measuring script (the `train` and `demo` commands, `benchmarks/*`,
-`examples/reproduce_bahdanau.py`, `examples/compare_models.py`) takes
-`--record PATH` and writes one JSON record there at the end: the figures
-it measured, and the environment they were measured in (the command,
-the resolved config, the package version, the git commit, the backend and
-library versions, the CPU, its cores and load, the GPU, the start and end
-times). The records the documentation cites are kept under `results/`;
-`results/render.py` renders `docs/results.md` and the README's results
-table from them.
+Every measuring script (the `train`, `demo` and `evaluate` commands,
+`benchmarks/*`, `examples/reproduce_bahdanau.py`,
+`examples/compare_models.py`, `examples/tune_length_penalty.py`) takes
+`--record PATH` and writes one JSON record there at the end: `rows`, one
+per measurement, each with the fields of its kind (every row of a kind
+has the same ones, null where not measured), and the environment they
+were measured in (the command, the resolved config, the package version,
+the git commit, the backend and library versions, the CPU, its cores and
+load, the GPU, the start and end times). The records the documentation
+cites are kept under `results/`; `results/render.py` renders
+`docs/results.md`, the README's results table and the measured tables of
+`docs/small_data.md` from them.
 
 This module imports nothing beyond the standard library: it works before
 Keras or a backend loads, and it never imports one to record it (library
@@ -20,8 +23,8 @@ Example:
 from keras_bahdanau import records
 
 start = records.start()
-figures = {"tokens_per_s": 1200.0}  # ... measured here ...
-records.write_record("results/my_run.json", "my_benchmark", figures, start)
+rows = [{"batch_size": 64, "tokens_per_s": 1200.0}]  # ... measured here ...
+records.write_record("results/my_run.json", "my_benchmark", rows, start)
 ```
 """
 
@@ -42,8 +45,21 @@ from pathlib import Path
 
 from keras_bahdanau import __version__
 
-# Bumped when the meaning of a record's fields changes.
-FORMAT_VERSION = 1
+# Bumped when the meaning of a record's fields changes (2: `rows`).
+FORMAT_VERSION = 2
+# The fields of a training run's row (kinds `train` and `demo`): the
+# run's figures (`run_figures`), then those of a transcribed record that
+# has no field of its own (`other`), or the section of docs/small_data.md
+# that describes its run (`section`, `run`, `change`).
+TRAINING_FIELDS = tuple(
+    "run_dir config_file model parameters epochs training_minutes dev test "
+    "log averaging translations best_epoch section run change other".split()
+)
+# The fields of each split's scores in a training run's row.
+SPLIT_FIELDS = tuple(
+    "bleu chrf bleu_signature chrf_signature sentences seconds "
+    "ms_per_sentence".split()
+)
 # The distributions whose versions a record holds, where installed.
 LIBRARIES = (
     "keras",
@@ -248,6 +264,22 @@ def _plain(value):
     return value
 
 
+def rows_of(kind, figures):
+    """The rows of `write_record`'s `figures`: a list of rows as it is,
+    `{"measurements": rows}` (the benchmark scripts) as its list, any
+    other dict as one row. A training run's row gets every field of
+    `TRAINING_FIELDS` (and its splits `SPLIT_FIELDS`), null if missing."""
+    if isinstance(figures, dict) and set(figures) == {"measurements"}:
+        figures = figures["measurements"]
+    rows = figures if isinstance(figures, list) else [figures]
+    if kind not in ("train", "demo"):
+        return rows
+    rows = [{**dict.fromkeys(TRAINING_FIELDS), **row} for row in rows]
+    for row, split in ((row, s) for row in rows for s in ("dev", "test")):
+        row[split] = {**dict.fromkeys(SPLIT_FIELDS), **(row[split] or {})}
+    return rows
+
+
 def build_record(kind, figures, started=None, config=None, argv=None, **fields):
     """The record of a run (a dict); see `write_record`."""
     ended = _utc_now()
@@ -277,7 +309,7 @@ def build_record(kind, figures, started=None, config=None, argv=None, **fields):
         "wall_seconds": wall,
         "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
         **fields,
-        "figures": figures,
+        "rows": rows_of(kind, figures),
     }
     return _plain(record)
 
@@ -331,7 +363,8 @@ def write_record(path, kind, figures, started=None, config=None, **fields):
             file is replaced, never left half-written.
         kind: what measured, e.g. `"decode_throughput"` or `"demo"`.
         figures: the measured figures (JSON-able; NumPy numbers allowed,
-            NaN and infinities become null).
+            NaN and infinities become null): a list of rows, one per
+            measurement, or `{"measurements": rows}`, or one row.
         started: `start()`'s value at the start of the run (gives the
             start time, the load at the start and the wall seconds).
         config: the resolved config of the run, if it has one.
@@ -357,15 +390,17 @@ def write_record(path, kind, figures, started=None, config=None, **fields):
     return record
 
 
-def run_figures(run_dir):
-    """The figures of a training run, from its run directory.
+def run_figures(run_dir, config_file=None):
+    """The row of a training run (`TRAINING_FIELDS`), from its run directory.
 
-    `results.json` (dev and test BLEU and chrF, their signatures and
-    sentence counts), the parameters (`config.json`), the epochs trained
-    and the per-epoch log (`training_log.csv`: losses, dev BLEU), the
-    training minutes (`epoch_times.json`, written with
-    `training.max_minutes`; else null) and the checkpoint averaging
-    (`averaging.json`, null without it).
+    The model (its size preset, else its architecture) and parameters
+    (`training_config.json`), the epochs trained and the per-epoch log
+    (`training_log.csv`: losses, dev BLEU), the training minutes
+    (`epoch_times.json`, written with `training.max_minutes`; else null),
+    the checkpoint averaging (`averaging.json`, null without it) and the
+    dev and test scores (`results.json`: BLEU and chrF, their signatures,
+    the sentences and the seconds of translating them). `config_file`:
+    the TOML file the run was configured with, if any.
     """
     import csv
 
@@ -387,18 +422,23 @@ def run_figures(run_dir):
                 for row in csv.DictReader(file)
             ]
     seconds = read_json(rd.EPOCH_TIMES)
-    config = read_json(rd.CONFIG) or {}
-    return {
-        "results": read_json(rd.RESULTS),
-        "parameters": config.get("parameters"),
-        "epochs": len(log),
-        "training_minutes": (
+    config = read_json(rd.TRAINING_CONFIG) or {}
+    model = config.get("model") or {}
+    results = read_json(rd.RESULTS) or {}
+    row = dict(
+        run_dir=str(run_dir),
+        config_file=None if config_file is None else str(config_file),
+        model=model.get("preset") or model.get("architecture"),
+        parameters=config.get("parameters"),
+        epochs=len(log),
+        training_minutes=(
             None if seconds is None else round(sum(seconds.values()) / 60, 2)
         ),
-        "log": log,
-        "averaging": read_json(rd.AVERAGING),
-        "run_dir": str(run_dir),
-    }
+        log=log,
+        averaging=read_json(rd.AVERAGING),
+    )
+    (row,) = rows_of("train", {**results, **row})
+    return row
 
 
 def _number(text):

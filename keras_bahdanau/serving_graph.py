@@ -24,8 +24,8 @@ SEARCH_REQUEST = {
 class ServingGraph:
     """The signature functions, for `tf.function` (TF backend only).
 
-    The text side is the `TranslationPreprocessor`'s (`read_sources`,
-    `decode_hypotheses`), as in `Translator`; this class adds the request
+    The text side is the `TranslationPreprocessor`'s (`generate_preprocess`,
+    `generate_postprocess`), as in `Translator`; this class adds the request
     checks. Each signature
     hands its search, a `SearchConfig` (`translate_n_best`: with the
     request's tensors), to one graph function, `search(source_ids,
@@ -128,7 +128,7 @@ class ServingGraph:
         )
         with tf.control_dependencies([check]):
             text = tf.identity(text)
-        source = self.preprocessor.read_sources(text)
+        source = self.preprocessor.generate_preprocess(text)
         too_long = tf.equal(source["status"], STATUS_TOO_LONG)  # (batch,)
         length = tf.where(too_long, 0, source["length"])  # What is searched.
         # As wide as the longest row searched, so a too-long row cannot
@@ -155,7 +155,7 @@ class ServingGraph:
         """
         request = {name: getattr(config, name) for name in SEARCH_REQUEST}
         result = self.search(source["ids"], request)
-        decoded = self.preprocessor.decode_hypotheses(
+        decoded = self.preprocessor.generate_postprocess(
             result, source["length"] > 0, config.n_best
         )
         return {**decoded, "attention": result.attention}

@@ -1,7 +1,7 @@
 """Translations as text: results, sentence statuses, unknown words.
 
 `Translation`: one hypothesis, as `Translator.translate` returns it. The
-statuses are what `TranslationPreprocessor.read_sources` says of each
+statuses are what `TranslationPreprocessor.generate_preprocess` says of each
 source sentence (the length policy of `Translator` and the SavedModel).
 `replace_unknown_words`: `[UNK]` outputs from the attended source word.
 """
@@ -13,7 +13,7 @@ from keras import ops
 
 from keras_bahdanau.reserved import UNK
 
-# The status of a sentence, as `read_sources` gives it.
+# The status of a sentence, as `generate_preprocess` gives it.
 STATUS_OK = "ok"
 STATUS_EMPTY = "empty"  # No token: empty, only spaces or control characters.
 STATUS_TOO_LONG = "too_long"  # More than `max_source_tokens` tokens.

@@ -68,10 +68,15 @@ def _check_same_run(run_dir, config):
     """A run directory holds one experiment: refuse a different config."""
     from keras_bahdanau import run_directory as rd
 
-    path = Path(run_dir) / rd.CONFIG
-    if not path.is_file():
+    saved = rd.read_training_config(run_dir)
+    if saved is None:
         return False
-    saved = json.loads(path.read_text(encoding="utf-8"))
+    if not (Path(run_dir) / rd.TRAINING_CONFIG).is_file():
+        raise ConfigError(
+            f"{run_dir} holds a run of keras_bahdanau 0.2.0, which this "
+            "version translates with but does not resume. Use another "
+            "--run-dir."
+        )
     if _comparable(saved) != _comparable(config):
         raise ConfigError(
             f"{run_dir} already holds a run with a different config. Use "
@@ -108,13 +113,16 @@ def train(config, callbacks=()):
 
     from keras_bahdanau import data as kd
     from keras_bahdanau import distribution as kdist
+    from keras_bahdanau import presets
     from keras_bahdanau import run_directory as rd
+    from keras_bahdanau.decoding.config import run_search
     from keras_bahdanau.evaluation import evaluate_run
     from keras_bahdanau.models.factory import build_model
     from keras_bahdanau.preprocessor import TranslationPreprocessor
     from keras_bahdanau.training import JIT_COMPILE
     from keras_bahdanau.training import compile_model
     from keras_bahdanau.training import make_optimizer
+    from keras_bahdanau.translator import Translator
 
     training = config["training"]
     strategy = config["distribution"]["strategy"]
@@ -164,7 +172,7 @@ def train(config, callbacks=()):
         kdist.check_vocabulary_sizes(plan, *sizes)
     # fit() deletes the backup when it ends; a last model without one is a
     # finished run (e.g. killed during the final evaluation): evaluate only.
-    finished = (run_dir / rd.LAST_MODEL).is_file() and not (
+    finished = (run_dir / rd.LAST_WEIGHTS).is_file() and not (
         run_dir / rd.BACKUP
     ).exists()
     with kdist.training_scope(plan):
@@ -189,7 +197,16 @@ def train(config, callbacks=()):
         # Not from the training data: an iteration would move its shuffling.
         kdist.build_compiled_model(plan, model, datasets["dev"])
 
-        rd.write_config(run_dir, {**config, "parameters": model.count_params()})
+        rd.write_training_config(
+            run_dir, {**config, "parameters": model.count_params()}
+        )
+        # The preset at the top; the checkpoints write its weights. Its
+        # sources are cut at the training length, as in training.
+        preset = TranslationPreprocessor(
+            *preprocessor.tokenizers, config["data"]["max_length"]
+        )
+        search = run_search(config["evaluation"])
+        presets.write_preset(run_dir, Translator(model, preset, search=search))
         print(
             f"{config['model']['architecture']} with "
             f"{model.count_params():,} parameters on the "
@@ -246,13 +263,13 @@ def _announce_resume(run_dir):
 def _tokenizers(run_dir, config, pairs, resuming):
     """`(source, target)` tokenizers of the run: learnt, or read on resume."""
     from keras_bahdanau import data as kd
-    from keras_bahdanau import run_directory as rd
+    from keras_bahdanau.presets import VOCABULARIES
 
     settings = config["tokenizer"]
     tokenizers = {}
     for side, index, directory in (
-        ("source", 0, rd.SOURCE_VOCABULARY),
-        ("target", 1, rd.TARGET_VOCABULARY),
+        ("source", 0, VOCABULARIES["source"]),
+        ("target", 1, VOCABULARIES["target"]),
     ):
         path = run_dir / directory
         if resuming and path.is_dir():
@@ -285,6 +302,7 @@ def _callbacks(run_dir, config, model, preprocessor, splits):
     from keras_bahdanau.callbacks import FiniteBackupAndRestore
     from keras_bahdanau.callbacks import NonFiniteLoss
     from keras_bahdanau.callbacks import TimeBudget
+    from keras_bahdanau.presets import WEIGHTS
 
     training = config["training"]
     monitor, mode = _SELECTION[training["selection"]]
@@ -304,7 +322,7 @@ def _callbacks(run_dir, config, model, preprocessor, splits):
             )
         )
     best = AtomicModelCheckpoint(
-        run_dir / rd.BEST_MODEL,
+        run_dir / WEIGHTS,
         monitor=monitor,
         mode=mode,
         save_best_only=True,
@@ -317,7 +335,9 @@ def _callbacks(run_dir, config, model, preprocessor, splits):
         # Before everything that reads the epoch's logs.
         *selection,
         best,
-        AtomicModelCheckpoint(run_dir / rd.LAST_MODEL, include_optimizer=False),
+        AtomicModelCheckpoint(
+            run_dir / rd.LAST_WEIGHTS, include_optimizer=False
+        ),
         *(
             [EpochWeights(run_dir / rd.EPOCH_WEIGHTS, training["average_last"])]
             if training["average_last"]
@@ -348,7 +368,7 @@ def _dev_translation(config, model, preprocessor, splits):
 
     `translate()` uses `model`'s current weights and the run's beam.
     """
-    from keras_bahdanau.evaluation import run_search
+    from keras_bahdanau.decoding.config import run_search
     from keras_bahdanau.translator import Translator
 
     evaluation = config["evaluation"]
@@ -373,9 +393,10 @@ def _average_last(run_dir, config, model, preprocessor, splits, validation):
     epochs; `callbacks.average_weights`), scores the average on the
     selection criterion (dev BLEU of the selection sentences, or the dev
     loss) and, if it beats the best epoch's logged score, saves it as
-    best.keras. `averaging.json` records both scores and the choice; the
-    epochs' files are removed after it is written. A run killed during
-    this step repeats it; one that wrote the record skips it.
+    the preset's weights. `averaging.json` records both scores and the
+    choice; the epochs' files are removed after it is written. A run
+    killed during this step repeats it; one that wrote the record skips
+    it.
     """
     from keras_bahdanau import run_directory as rd
     from keras_bahdanau.callbacks import average_weights
@@ -383,6 +404,7 @@ def _average_last(run_dir, config, model, preprocessor, splits, validation):
     from keras_bahdanau.callbacks import inference_copy
     from keras_bahdanau.callbacks import save_atomically
     from keras_bahdanau.metrics import corpus_scores
+    from keras_bahdanau.presets import WEIGHTS
 
     record = run_dir / rd.AVERAGING
     if record.is_file():
@@ -404,7 +426,7 @@ def _average_last(run_dir, config, model, preprocessor, splits, validation):
         value = model.evaluate(validation, return_dict=True, verbose=0)["loss"]
     selected = value > best if mode == "max" else value < best
     if selected:
-        save_atomically(inference_copy(model), run_dir / rd.BEST_MODEL)
+        save_atomically(inference_copy(model), run_dir / WEIGHTS)
     epochs = [int(path.name.split("_")[1].split(".")[0]) for path in paths]
     summary = {
         "epochs": epochs,
@@ -418,6 +440,6 @@ def _average_last(run_dir, config, model, preprocessor, splits, validation):
         path.unlink()
     print(
         f"Average of epochs {epochs[0]}-{epochs[-1]}: {monitor} {value:.4g}, "
-        f"the best epoch's {best:.4g}; best.keras holds "
+        f"the best epoch's {best:.4g}; {WEIGHTS} holds "
         + ("the average." if selected else "the best epoch.")
     )

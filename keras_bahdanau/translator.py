@@ -1,44 +1,41 @@
 """Text in, text out: batched translation with a trained model.
 
-`Translator` wraps a model and its `TranslationPreprocessor` (usually
-loaded from a preset or a run directory) and turns sentences into
-translations: tokenization (`TranslationPreprocessor.tokenize_sources`),
-batching by length, the compiled search of `keras_bahdanau.decoding`,
-detokenization (`TranslationPreprocessor.decode_hypotheses`) and
-unknown-word replacement (`text.replace_unknown_words`).
+`Translator`, keras-hub's task for translation, wraps a model and its
+`TranslationPreprocessor`: it loads and saves presets (`from_preset`,
+`save_to_preset`), translates (`translate`, `generate`), trains further
+(`fit`) and exports a SavedModel (`export`). `translate` runs three
+passes: the preprocessor tokenizes the sentences and the length policy is
+applied, the compiled search of `keras_bahdanau.decoding` runs on batches
+of similar length, and the preprocessor detokenizes (with unknown words
+replaced on request, `text.replace_unknown_words`).
 """
 
 import dataclasses
 import math
-import pathlib
-import tempfile
+import warnings
 
 import numpy as np
 
 from keras_bahdanau import presets
-from keras_bahdanau import run_directory
-from keras_bahdanau.decoding import SearchConfig
 from keras_bahdanau.decoding import SearchResult
 from keras_bahdanau.decoding import as_search_config
 from keras_bahdanau.decoding import compile_search
-from keras_bahdanau.decoding.config import run_search
 from keras_bahdanau.preprocessor import LONG_SOURCES
 from keras_bahdanau.preprocessor import TranslationPreprocessor
 from keras_bahdanau.reserved import BOS
 from keras_bahdanau.reserved import PAD
 from keras_bahdanau.reserved import UNK_ID
+from keras_bahdanau.text import STATUS_TOO_LONG
 from keras_bahdanau.text import Translation
 from keras_bahdanau.text import replace_unknown_words
 from keras_bahdanau.tokenizers import WordTokenizer
 from keras_bahdanau.tokenizers import join_words
+from keras_bahdanau.training import compile_model
 from keras_bahdanau.validation import check_int
-
-# Marks the arguments that a `TranslationPreprocessor` brings itself.
-_FROM_PREPROCESSOR = object()
 
 
 class Translator:
-    """Translates sentences with a model and its tokenizers.
+    """Translates sentences with a model and its preprocessor.
 
     Sentences are tokenized, sorted by length and translated in batches
     (the order of the results is the order of the inputs). Each batch is
@@ -52,36 +49,28 @@ class Translator:
     * An empty source (no token after tokenization, e.g. `""` or only
       spaces) is not run through the model: its translation is the empty
       string, `score = log_prob = 0.0`, no tokens and a `(0, 0)` attention.
-    * A source with more than `max_source_length` tokens is truncated to
-      its first `max_source_length` tokens, with a `UserWarning` that says
-      which sentences were cut; with `long_sources="error"` the call
-      raises a `ValueError` instead and translates nothing.
-      `max_source_length=None` translates every sentence in full: memory
-      and time then grow with the longest sentence (the attention of one
-      batch holds `batch_size * beam_size * max_length * Tx` floats), so
-      bound it for input you do not control.
+    * A source with more than the preprocessor's `max_source_length`
+      tokens is truncated to its first `max_source_length` tokens, with a
+      `UserWarning` that says which sentences were cut; with
+      `long_sources="error"` the call raises a `ValueError` instead and
+      translates nothing. `max_source_length=None` translates every
+      sentence in full: memory and time then grow with the longest
+      sentence (the attention of one batch holds `batch_size * beam_size
+      * max_length * Tx` floats), so bound it for input you do not
+      control.
     * Fewer than `n_best` hypotheses come back when fewer exist (e.g. a
       tiny vocabulary and a short maximum length).
 
     Args:
         model: a `keras_bahdanau.models` model (the decoding protocol:
             `encode`, `decode_step`).
-        source_tokenizer: the model's `TranslationPreprocessor`, or the
-            `Tokenizer` of the source language (a preprocessor is then
-            built from it, `target_tokenizer`, `max_source_length` and
-            `long_sources`).
-        target_tokenizer: the `Tokenizer` of the target language; not
-            with a preprocessor.
-        max_source_length: int >= 1 or None (the default), the most source
-            tokens a sentence may have (see above); not with a
-            preprocessor, which has its own.
+        preprocessor: its `TranslationPreprocessor` (the tokenizers and
+            the length policy).
         bucket_width: int >= 1, source batches are padded to a multiple of
             it.
-        long_sources: `"truncate"` (the default) or `"error"`, see above;
-            not with a preprocessor.
         search: the `SearchConfig` of `translate` and `generate` calls
             that pass none (None: `SearchConfig()`, beam search with 5
-            beams); a preset or run directory brings its own.
+            beams); a preset brings its own.
 
     Example:
 
@@ -93,51 +82,19 @@ class Translator:
         "Das Haus ist klein.", SearchConfig(n_best=2)
     )
     translator.generate(["Das Haus ist klein."])  # ['The house is small.']
+    translator.fit(more_pairs, epochs=2)
     translator.save_to_preset("presets/ding_de_en")
     translator.export("saved_models/ding_de_en")  # TF Serving
     ```
     """
 
-    def __init__(
-        self,
-        model,
-        source_tokenizer,
-        target_tokenizer=None,
-        max_source_length=_FROM_PREPROCESSOR,
-        bucket_width=16,
-        long_sources=_FROM_PREPROCESSOR,
-        search=None,
-    ):
+    def __init__(self, model, preprocessor, bucket_width=16, search=None):
         check_int("bucket_width", bucket_width)
-        if isinstance(source_tokenizer, TranslationPreprocessor):
-            given = {
-                "target_tokenizer": target_tokenizer is not None,
-                "max_source_length": max_source_length
-                is not _FROM_PREPROCESSOR,
-                "long_sources": long_sources is not _FROM_PREPROCESSOR,
-            }
-            if any(given.values()):
-                raise TypeError(
-                    "With a TranslationPreprocessor, pass no "
-                    f"{[name for name, is_given in given.items() if is_given]}"
-                    ": the preprocessor holds them."
-                )
-            preprocessor = source_tokenizer
-        else:
-            if target_tokenizer is None:
-                raise TypeError(
-                    "Translator needs a TranslationPreprocessor, or a source "
-                    "and a target tokenizer. Received no `target_tokenizer`."
-                )
-            preprocessor = TranslationPreprocessor(
-                source_tokenizer,
-                target_tokenizer,
-                None
-                if max_source_length is _FROM_PREPROCESSOR
-                else max_source_length,
-                "truncate"
-                if long_sources is _FROM_PREPROCESSOR
-                else long_sources,
+        if not isinstance(preprocessor, TranslationPreprocessor):
+            raise TypeError(
+                "`preprocessor` must be a TranslationPreprocessor: pass "
+                "TranslationPreprocessor(source_tokenizer, target_tokenizer)"
+                f". Received: {type(preprocessor).__name__}"
             )
         preprocessor.check_model(model)
         self.model = model
@@ -161,53 +118,67 @@ class Translator:
     def long_sources(self):
         return self.preprocessor.long_sources
 
+    def get_config(self):
+        """The settings a preset holds besides the preprocessor's."""
+        return {
+            "bucket_width": self.bucket_width,
+            "search": self.search.to_dict(),
+        }
+
     @classmethod
     def from_preset(cls, preset, checkpoint="best", **kwargs):
         """Loads a trained model: a preset folder or a run directory.
 
+        The model comes back compiled with the defaults of `fit` (Adam,
+        learning rate 1e-3, the masked loss of `training.compile_model`),
+        so `translator.model.fit(...)` trains it further; compile it
+        yourself for other settings.
+
         Args:
             preset: a folder written by `save_to_preset`, or a run
-                directory of `keras-bahdanau train`.
-            checkpoint: for a run directory, `"best"` or `"last"`.
-            **kwargs: `Translator` arguments that replace the preset's
-                (`max_source_length`, `bucket_width`, `long_sources`,
-                `search`).
+                directory of `keras-bahdanau train` (either layout of
+                `presets.py`).
+            checkpoint: `"best"` (the preset's weights) or, in a run
+                directory, `"last"` (the last epoch's).
+            **kwargs: settings that replace the preset's:
+                `max_source_length` and `long_sources` (the
+                preprocessor's), `bucket_width`, `search`.
 
         Returns:
             A `Translator`.
 
         Raises:
-            FileNotFoundError: `preset` is neither, or misses a file.
-            run_directory.RunDirectoryError: a file is damaged, of a newer
-                format, or unsafe (see `run_directory.load_run`).
+            FileNotFoundError: `preset` is not a preset, or misses a file.
+            run_directory.RunDirectoryError: a file is damaged, of another
+                format, or unsafe (see `presets.load_preset`).
+            TypeError: a keyword argument is not one of the settings.
         """
-        path = pathlib.Path(preset)
-        if presets.is_preset(path):
-            model, source, target, settings = presets.load_preset(path)
-            settings = {**settings, **kwargs}
-            search = settings.pop("search", None)
-            if isinstance(search, dict):
-                search = SearchConfig(**search)
-            return cls(model, source, target, search=search, **settings)
-        if (path / run_directory.CONFIG).is_file():
-            return cls.from_run_dir(path, checkpoint, **kwargs)
-        if not path.exists() and "/" not in str(preset):
-            raise FileNotFoundError(
-                f"No preset folder {preset!r}. `Translator.from_preset` "
-                "loads a trained model (a folder of `save_to_preset` or a "
-                "run directory of `keras-bahdanau train`); a size preset "
-                "such as 'rnnsearch_tiny' builds an untrained model with "
-                "`RNNSearch.from_preset`."
+        unknown = sorted(set(kwargs) - set(presets.SETTINGS))
+        if unknown:
+            raise TypeError(
+                f"Translator.from_preset takes the settings "
+                f"{sorted(presets.SETTINGS)}. Received: {unknown}"
             )
-        raise FileNotFoundError(
-            f"{preset} is neither a preset folder (no {presets.METADATA}) "
-            f"nor a run directory (no {run_directory.CONFIG})."
+        model, source, target, settings = presets.load_preset(
+            preset, checkpoint
+        )
+        settings = {**settings, **kwargs}
+        preprocessor = TranslationPreprocessor(
+            source,
+            target,
+            settings["max_source_length"],
+            settings["long_sources"],
+        )
+        _compile_default(model)
+        return cls(
+            model, preprocessor, settings["bucket_width"], settings["search"]
         )
 
     def save_to_preset(self, preset):
-        """Writes the model, tokenizers and settings as a preset folder.
+        """Writes the model, preprocessor and settings as a preset folder.
 
-        `Translator.from_preset(preset)` loads it back, on any backend.
+        `Translator.from_preset(preset)` loads it back, on any backend,
+        and every command takes it (see `presets.py`).
 
         Args:
             preset: a new (or empty) folder.
@@ -215,22 +186,13 @@ class Translator:
         Returns:
             The `pathlib.Path` of the preset.
         """
-        settings = {
-            "max_source_length": self.max_source_length,
-            "bucket_width": self.bucket_width,
-            "long_sources": self.long_sources,
-            "search": dataclasses.asdict(self.search),
-        }
-        return presets.save_preset(
-            preset,
-            self.model,
-            self.source_tokenizer,
-            self.target_tokenizer,
-            settings,
-        )
+        return presets.save_preset(preset, self)
 
     def export(self, output, search=None, **options):
         """Writes a TF Serving SavedModel version of this translator.
+
+        On the TensorFlow backend from this process's model; on the
+        others from a temporary preset, in a TensorFlow subprocess.
 
         Args:
             output: the model's folder; the SavedModel goes to
@@ -245,62 +207,40 @@ class Translator:
         """
         from keras_bahdanau.export import export_saved_model
 
-        if search is None:
-            search = dataclasses.replace(self.search, n_best=1)
-        # The SavedModel is built on the TensorFlow backend, in another
-        # process unless this is it: the preset carries the model there.
-        with tempfile.TemporaryDirectory() as folder:
-            preset = self.save_to_preset(pathlib.Path(folder) / "preset")
-            return export_saved_model(preset, output, search=search, **options)
+        return export_saved_model(self, output, search=search, **options)
 
-    @classmethod
-    def from_run_dir(
-        cls,
-        run_dir,
-        checkpoint="best",
-        max_source_length="auto",
-        long_sources="truncate",
-        bucket_width=16,
-        search=None,
-    ):
-        """Loads the model and tokenizers of a run directory.
+    def fit(self, pairs, validation_pairs=None, batch_size=32, **kwargs):
+        """Trains the model further on sentence pairs (`model.fit`).
+
+        The pairs are packed by the preprocessor (`make_dataset`:
+        shuffled, in length buckets, none left out for its length). A
+        model that is not compiled gets `from_preset`'s default compile.
 
         Args:
-            run_dir: a directory written by `keras-bahdanau train`.
-            checkpoint: `"best"` (lowest dev loss) or `"last"`.
-            max_source_length: `"auto"` for the longest sentence length the
-                run was trained on (`max_length` in its config.json; no
-                limit if it has none), an int, or None for no limit.
-            long_sources: `"truncate"` or `"error"`, see `Translator`.
-            bucket_width: see `Translator`.
-            search: the default `SearchConfig`; None: the run's
-                `evaluation.beam_size` and `evaluation.length_penalty`.
+            pairs: list of `(source, target)` str tuples.
+            validation_pairs: optional pairs for `validation_data`.
+            batch_size: int >= 1, pairs per batch.
+            **kwargs: `model.fit`'s (`epochs`, `callbacks`, `verbose`...).
 
         Returns:
-            A `Translator`.
-
-        Raises:
-            FileNotFoundError, run_directory.RunDirectoryError: the run
-                directory is missing a file, or holds a damaged,
-                incompatible or unsafe one (see `run_directory.load_run`).
+            `model.fit`'s `History`.
         """
-        model, source, target, config = run_directory.load_run(
-            run_dir, checkpoint
+        if not getattr(self.model, "compiled", False):
+            _compile_default(self.model)
+        dataset, _ = self.preprocessor.make_dataset(
+            pairs, batch_size=batch_size, max_length=None
         )
-        if max_source_length == "auto":
-            max_source_length = run_directory.training_max_length(config)
-        evaluation = config.get("evaluation") or {}
-        if search is None and "beam_size" in evaluation:
-            # The run's own search, as its dev and test scores used.
-            search = run_search(evaluation)
-        return cls(
-            model,
-            source,
-            target,
-            max_source_length,
-            bucket_width=bucket_width,
-            long_sources=long_sources,
-            search=search,
+        if validation_pairs is not None:
+            validation_pairs, _ = self.preprocessor.make_dataset(
+                validation_pairs,
+                batch_size=batch_size,
+                max_length=None,
+                shuffle=False,
+            )
+        # The dataset shuffles itself each epoch.
+        kwargs.setdefault("shuffle", False)
+        return self.model.fit(
+            dataset, validation_data=validation_pairs, **kwargs
         )
 
     def translate(
@@ -343,9 +283,9 @@ class Translator:
                 f"element {bad[0]!r} of type {type(bad[0]).__name__}"
             )
         check_int("batch_size", batch_size)
-        if replace_unknown and not (
-            isinstance(self.source_tokenizer, WordTokenizer)
-            and isinstance(self.target_tokenizer, WordTokenizer)
+        if replace_unknown and not all(
+            isinstance(tokenizer, WordTokenizer)
+            for tokenizer in self.preprocessor.tokenizers
         ):
             raise ValueError(
                 "`replace_unknown=True` needs word-level tokenizers "
@@ -354,75 +294,19 @@ class Translator:
                 f"{type(self.source_tokenizer).__name__} and "
                 f"{type(self.target_tokenizer).__name__}"
             )
-
-        source_ids, source_tokens = self.preprocessor.tokenize_sources(
-            sentences
-        )
-        # Longest first: similar lengths share a batch (less padding), and
-        # a batch too large for memory fails at once. Empty sources come
-        # last, in a batch of their own that is not searched.
-        order = sorted(range(len(sentences)), key=lambda i: -len(source_ids[i]))
-        searched = [i for i in order if len(source_ids[i])]
-        batches = [
-            searched[start : start + batch_size]
-            for start in range(0, len(searched), batch_size)
-        ] + [order[len(searched) :]]
-        # n_best only slices the pool of `beam_size` finished hypotheses,
-        # so one compiled search serves every n_best.
-        run = compile_search(
-            self.model, dataclasses.replace(search, n_best=search.beam_size)
-        )
+        source_ids, source_tokens = self._preprocess(sentences)
         results = [None] * len(sentences)
-        for batch in filter(None, batches):
-            is_searched = bool(len(source_ids[batch[0]]))
-            if is_searched:
-                rows = [source_ids[i] for i in batch]
-                result = run(self._pad(rows, batch_size))  # (height, ...)
-                result = SearchResult(*(x[: len(batch)] for x in result))
-            else:  # `decode_hypotheses` reads no row that is not searched.
-                result = SearchResult(
-                    token_ids=np.zeros((len(batch), 1, 1), "int32"),
-                    scores=np.zeros((len(batch), 1), "float32"),
-                    log_probs=np.zeros((len(batch), 1), "float32"),
-                    lengths=np.zeros((len(batch), 1), "int32"),
-                    attention=np.zeros((len(batch), 1, 1, 1), "float32"),
-                )
-            decoded = self.preprocessor.decode_hypotheses(
+        for rows, result in self._search(source_ids, search, batch_size):
+            translations = self._postprocess(
                 result,
-                np.full(len(batch), is_searched),
+                [source_tokens[i] for i in rows],
                 search.n_best,
+                return_attention,
+                replace_unknown,
+                dictionary,
             )
-            decoded = {key: value.numpy() for key, value in decoded.items()}
-            for row, i in enumerate(batch):
-                source = source_tokens[i]
-                results[i] = []
-                for k in np.flatnonzero(decoded["is_hypothesis"][row]):
-                    length = decoded["length"][row, k]
-                    tokens = [
-                        t.decode("utf-8")
-                        for t in decoded["tokens"][row, k, :length]
-                    ]
-                    attention = np.array(
-                        result.attention[row, k, :length, : len(source)]
-                    )
-                    text = decoded["text"][row, k]
-                    if replace_unknown:
-                        tokens = replace_unknown_words(
-                            tokens, source, attention, dictionary
-                        )
-                        # Without [PAD]/[BOS]/[EOS], as `detokenize()` does.
-                        words = [t for t in tokens[:-1] if t not in (PAD, BOS)]
-                        text = join_words(" ".join(words)).numpy()
-                    results[i].append(
-                        Translation(
-                            text=text.decode("utf-8"),
-                            score=float(decoded["score"][row, k]),
-                            log_prob=float(decoded["log_prob"][row, k]),
-                            source_tokens=list(source),
-                            target_tokens=tokens,
-                            attention=attention if return_attention else None,
-                        )
-                    )
+            for i, hypotheses in zip(rows, translations, strict=True):
+                results[i] = hypotheses
         if search.n_best == 1:
             results = [hypotheses[0] for hypotheses in results]
         return results[0] if single else results
@@ -446,6 +330,127 @@ class Translator:
             return results.text
         return [result.text for result in results]
 
+    def _preprocess(self, sentences):
+        """Pass 1: source ids and tokens per sentence, long ones cut.
+
+        Returns:
+            `(ids, tokens)`: per sentence an int32 NumPy array and a list
+            of str, at most `max_source_length` long.
+
+        Raises:
+            ValueError: with `long_sources="error"`, a sentence has more
+                than `max_source_length` tokens; nothing is translated.
+        """
+        limit = self.max_source_length
+        sources = self.preprocessor.generate_preprocess(sentences)
+        ids = [np.asarray(row, "int32") for row in sources["ids"].to_list()]
+        tokens = [
+            [token.decode("utf-8") for token in row]
+            for row in sources["tokens"].to_list()
+        ]
+        status = sources["status"].numpy()
+        too_long = np.flatnonzero(status == STATUS_TOO_LONG.encode()).tolist()
+        if too_long:
+            longest = max(len(ids[i]) for i in too_long)
+            found = (
+                f"{len(too_long)} of {len(sentences)} sentences have more "
+                f"than max_source_length={limit} tokens (the longest has "
+                f"{longest}; sentence indices {too_long[:10]})"
+            )
+            if self.long_sources == "error":
+                raise ValueError(
+                    f"{found}. Split or shorten them, or pass "
+                    "long_sources='truncate' to translate their first "
+                    f"{limit} tokens."
+                )
+            warnings.warn(
+                f"{found}; only their first {limit} tokens are translated. "
+                "Pass max_source_length=None (CLI: --max-source-length 0) "
+                "to translate them in full.",
+                stacklevel=3,
+            )
+            for i in too_long:
+                ids[i], tokens[i] = ids[i][:limit], tokens[i][:limit]
+        return ids, tokens
+
+    def _search(self, source_ids, search, batch_size):
+        """Pass 2: yields `(rows, result)`, a batch's sentence indices and
+        `SearchResult` (empty sources: one batch, not searched: None).
+
+        Longest first: similar lengths share a batch (less padding), and a
+        batch too large for memory fails at once.
+        """
+        order = sorted(
+            range(len(source_ids)), key=lambda i: -len(source_ids[i])
+        )
+        searched = [i for i in order if len(source_ids[i])]
+        # n_best only slices the pool of `beam_size` finished hypotheses,
+        # so one compiled search serves every n_best.
+        run = compile_search(
+            self.model, dataclasses.replace(search, n_best=search.beam_size)
+        )
+        for start in range(0, len(searched), batch_size):
+            rows = searched[start : start + batch_size]
+            result = run(self._pad([source_ids[i] for i in rows], batch_size))
+            yield rows, SearchResult(*(x[: len(rows)] for x in result))
+        if len(searched) < len(order):
+            yield order[len(searched) :], None
+
+    def _postprocess(
+        self, result, sources, n_best, attention, replace_unknown, dictionary
+    ):
+        """Pass 3: the `Translation`s of a batch, a list per sentence.
+
+        `result`: the batch's `SearchResult`, None for empty sources;
+        `sources`: their tokens; `attention`: whether to keep it; the rest
+        as in `translate`.
+        """
+        searched = result is not None
+        if not searched:  # `generate_postprocess` reads none of its rows.
+            size = len(sources)
+            result = SearchResult(
+                token_ids=np.zeros((size, 1, 1), "int32"),
+                scores=np.zeros((size, 1), "float32"),
+                log_probs=np.zeros((size, 1), "float32"),
+                lengths=np.zeros((size, 1), "int32"),
+                attention=np.zeros((size, 1, 1, 1), "float32"),
+            )
+        decoded = self.preprocessor.generate_postprocess(
+            result, np.full(len(sources), searched), n_best
+        )
+        decoded = {key: value.numpy() for key, value in decoded.items()}
+        translations = []
+        for row, source in enumerate(sources):
+            translations.append([])
+            for k in np.flatnonzero(decoded["is_hypothesis"][row]):
+                length = decoded["length"][row, k]
+                tokens = [
+                    t.decode("utf-8")
+                    for t in decoded["tokens"][row, k, :length]
+                ]
+                alignment = np.array(
+                    result.attention[row, k, :length, : len(source)]
+                )
+                text = decoded["text"][row, k]
+                if replace_unknown:
+                    tokens = replace_unknown_words(
+                        tokens, source, alignment, dictionary
+                    )
+                    # Without [PAD]/[BOS]/[EOS], as `detokenize()` does.
+                    words = [t for t in tokens[:-1] if t not in (PAD, BOS)]
+                    text = join_words(" ".join(words)).numpy()
+                translations[-1].append(
+                    Translation(
+                        text=text.decode("utf-8"),
+                        score=float(decoded["score"][row, k]),
+                        log_prob=float(decoded["log_prob"][row, k]),
+                        source_tokens=list(source),
+                        target_tokens=tokens,
+                        attention=alignment if attention else None,
+                    )
+                )
+        return translations
+
     def _pad(self, rows, batch_size):
         """A batch padded to its bucket shape: int32 `(height, width)`."""
         longest = max(len(row) for row in rows)
@@ -458,6 +463,11 @@ class Translator:
         for i, row in enumerate(rows):
             source_ids[i, : len(row)] = row
         return source_ids
+
+
+def _compile_default(model):
+    """`from_preset`'s and `fit`'s compile: Adam, the package's loss."""
+    compile_model(model, "adam")
 
 
 __all__ = [

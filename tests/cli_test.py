@@ -89,7 +89,7 @@ def test_errors_replace_translates_every_line(
     assert result.returncode == 0, result.stderr.decode()
     sentences = ["Das Haus ist klein.", "", "\ufffd\ufffd Haus", ""]
     sentences.append(PAIRS[3][0])
-    expected = Translator.from_run_dir(run_dir).translate(
+    expected = Translator.from_preset(run_dir).translate(
         sentences, SearchConfig(beam_size=2, max_length=10)
     )
     output = result.stdout.decode("utf-8")
@@ -152,10 +152,11 @@ def test_a_missing_run_directory_is_one_line(tmp_path):
     assert result.returncode == 2
     assert b"Traceback" not in result.stderr
     assert error_lines(result.stderr) == [
-        f"keras-bahdanau translate: {tmp_path / 'no_run'} is not a run "
-        f"directory: {tmp_path / 'no_run' / 'config.json'} is missing. "
-        "Train one with `keras-bahdanau train --config CONFIG --run-dir "
-        "RUN_DIR`."
+        f"keras-bahdanau translate: No preset folder "
+        f"{str(tmp_path / 'no_run')!r}: a preset is a folder of "
+        "`Translator.save_to_preset` or a run directory of `keras-bahdanau "
+        "train`. (A size name such as 'rnnsearch_tiny' builds an untrained "
+        "model with `RNNSearch.from_preset`.)"
     ]
 
 

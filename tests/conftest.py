@@ -47,4 +47,4 @@ def run_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def translator(run_dir):
-    return Translator.from_run_dir(run_dir)
+    return Translator.from_preset(run_dir)

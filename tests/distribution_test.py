@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from keras_bahdanau import distribution as kdist
-from keras_bahdanau import run_directory as rd
+from keras_bahdanau import presets
 from keras_bahdanau.cluster import ClusterSettings
 from keras_bahdanau.config import ConfigError
 from keras_bahdanau.config import resolve_config
@@ -162,7 +162,7 @@ def _check_same_losses(distributed, single):
 
 def _check_checkpoint(run_dir):
     """The checkpoint of a distributed run loads on one device."""
-    model, source, target, _ = rd.load_run(run_dir, "last")
+    model, source, target, _ = presets.load_preset(run_dir, "last")
     assert model.target_vocabulary_size == target.vocabulary_size == 16
     assert all(np.isfinite(w).all() for w in model.get_weights())
 

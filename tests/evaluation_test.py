@@ -17,16 +17,17 @@ def test_evaluate_run_scores_dev_and_test_into_results_json(
 ):
     run = shutil.copytree(run_dir, tmp_path / "run")  # Shared: not written.
     splits = {"dev": PAIRS[:3], "test": PAIRS[3:]}
-    settings = {"beam_size": 2, "max_sentences": 5, "replace_unknown": True}
+    settings = {"beam_size": 5, "max_sentences": 5, "replace_unknown": True}
     results = evaluate_run(run, splits, settings)
     assert json.loads((run / rd.RESULTS).read_text()) == results
-    translator = Translator.from_run_dir(run, max_source_length=None)
+    translator = Translator.from_preset(run, max_source_length=None)
     for split, pairs in (("dev", PAIRS[:3]), ("test", PAIRS[3:8])):
         expected = evaluate(
             translator,
             [s for s, _ in pairs],
             [t for _, t in pairs],
-            SearchConfig(beam_size=2),
+            # The run's search (tests/run_fixture.py: beam 5, alpha 0).
+            SearchConfig(beam_size=5, length_penalty=0.0),
             replace_unknown=True,  # Word tokenizers.
         )
         timing = {
@@ -45,18 +46,18 @@ def test_evaluate_run_scores_dev_and_test_into_results_json(
         )
     output = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in output] == ["[dev]", "[test]"]
-    assert "(5 sentences, beam 2, unknown words replaced; " in output[1]
+    assert "(5 sentences, beam 5, unknown words replaced; " in output[1]
 
 
 def test_translate_examples_translates_and_plots_the_first_test_pairs(
     run_dir, tmp_path, monkeypatch
 ):
     monkeypatch.setattr(evaluation, "load_corpus", lambda data: {"test": PAIRS})
-    config = {"data": {}, "evaluation": {"beam_size": 2}}
+    config = {"data": {}, "evaluation": {"beam_size": 5}}
     plots = tmp_path / "plots"  # The shared run directory is not written.
     examples = evaluation.translate_examples(run_dir, config, 2, plots)
-    expected = Translator.from_run_dir(run_dir).translate(
-        [source for source, _ in PAIRS[:2]], SearchConfig(beam_size=2)
+    expected = Translator.from_preset(run_dir).translate(
+        [source for source, _ in PAIRS[:2]], SearchConfig(beam_size=5)
     )
     assert examples == [
         {"source": source, "reference": reference, "translation": t.text}

@@ -13,6 +13,7 @@ the client's PredictRequests fit the signatures. Outputs are compared with
 
 import base64
 import contextlib
+import dataclasses
 import http.server
 import importlib.util
 import json
@@ -32,12 +33,14 @@ import tensorflow as tf
 
 from keras_bahdanau import cli
 from keras_bahdanau import export
+from keras_bahdanau import presets
 from keras_bahdanau import run_directory
 from keras_bahdanau.data import SentencePieceTokenizer
 from keras_bahdanau.data import WordPieceTokenizer
 from keras_bahdanau.data import WordTokenizer
 from keras_bahdanau.decoding import SearchConfig
 from keras_bahdanau.models import RNNSearch
+from keras_bahdanau.preprocessor import TranslationPreprocessor
 from keras_bahdanau.translator import Translator
 from tests.run_fixture import PAIRS
 from tests.run_fixture import build_run_dir
@@ -226,13 +229,21 @@ def run_dir(tmp_path_factory):
     path = build_run_dir(tmp_path_factory.mktemp("run"))
     # Random v_a: the fixture's zero v_a gives uniform alignments, which
     # would hide a transposed or shifted alignment matrix.
-    model = keras.saving.load_model(path / run_directory.BEST_MODEL)
+    model, *_ = presets.load_preset(path)
     (score_vector,) = [v for v in model.weights if "score_vector" in v.path]
     score_vector.assign(
         np.random.default_rng(0).normal(size=score_vector.shape) * 3.0
     )
-    model.save(path / run_directory.BEST_MODEL)
+    model.save_weights(path / presets.WEIGHTS)
     return path
+
+
+def served_translator(model, source, target, max_source_length):
+    """The `Translator` that translates as an export serves."""
+    preprocessor = TranslationPreprocessor(
+        source, target, max_source_length, long_sources="error"
+    )
+    return Translator(model, preprocessor)
 
 
 @pytest.fixture(scope="module")
@@ -442,14 +453,10 @@ def session(run_dir, pervasive_run_dir, tmp_path_factory):
 
     thread = threading.Thread(target=run)
     thread.start()
-    model, source, target, _ = run_directory.load_run(run_dir)
+    model, source, target, _ = presets.load_preset(run_dir)
     # The served model's limit, as the Translator's.
-    result.translator = Translator(
-        model,
-        source,
-        target,
-        max_source_length=SETTINGS["max_source_tokens"],
-        long_sources="error",
+    result.translator = served_translator(
+        model, source, target, SETTINGS["max_source_tokens"]
     )
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)  # Nothing truncated.
@@ -466,13 +473,9 @@ def session(run_dir, pervasive_run_dir, tmp_path_factory):
                 for key, options in N_BEST_OPTIONS.items()
             },
         }
-    model, source, target, _ = run_directory.load_run(pervasive_run_dir)
-    result.expected["pervasive_translate"] = Translator(
-        model,
-        source,
-        target,
-        max_source_length=SETTINGS["max_source_tokens"],
-        long_sources="error",
+    model, source, target, _ = presets.load_preset(pervasive_run_dir)
+    result.expected["pervasive_translate"] = served_translator(
+        model, source, target, SETTINGS["max_source_tokens"]
     ).translate(SENTENCES, DEFAULT_SEARCH)
     thread.join()
     if errors:
@@ -1004,8 +1007,8 @@ def test_pervasive_attention_serves_like_translator(session):
         (session.pervasive_path / export.METADATA_FILE).read_text()
     )
     assert metadata["model"] == "PervasiveAttention"
-    # Exported by Translator.export: from a preset, not a run directory.
-    assert "preset" in metadata and "run_dir" not in metadata
+    # Exported by Translator.export: from an object, no preset's path.
+    assert metadata["preset"] is None and metadata["checkpoint"] is None
     calls = session.served["calls"]
     served = calls["pervasive_translate"]
     expected = session.expected["pervasive_translate"]
@@ -1042,7 +1045,7 @@ def fake_build(monkeypatch):
         if settings.max_batch == 13:  # Stands for an interruption.
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(export, "write_saved_model", write)
+    monkeypatch.setattr(export, "write_preset_saved_model", write)
     monkeypatch.setattr(export, "_write_in_tensorflow_subprocess", write)
     return builds
 
@@ -1078,6 +1081,41 @@ def test_an_interrupted_export_leaves_no_version(run_dir, tmp_path, fake_build):
     # The partial builds were removed; version 1 is untouched.
     assert [p.name for p in output.iterdir()] == ["1"]
     assert marker(output / "1") == "1"
+
+
+def test_translator_export_builds_in_this_process_on_tensorflow(
+    translator, tmp_path, monkeypatch
+):
+    """No subprocess and no preset written on TensorFlow; elsewhere a
+    preset of the translator goes to the TensorFlow subprocess."""
+    built, spawned = [], []
+
+    def build(exported, path, settings, origin=None):
+        built.append((exported, settings))
+        (pathlib.Path(path) / "saved_model.pb").write_text("")
+
+    def spawn(preset, checkpoint, path, settings):
+        loaded = Translator.from_preset(preset)
+        spawned.append((loaded, checkpoint, settings))
+        (pathlib.Path(path) / "saved_model.pb").write_text("")
+
+    monkeypatch.setattr(export, "write_saved_model", build)
+    monkeypatch.setattr(export, "_write_in_tensorflow_subprocess", spawn)
+    assert translator.export(tmp_path / "model") == tmp_path / "model" / "1"
+    # Its own search, one hypothesis: what serving_default returns.
+    search = SearchConfig(beam_size=5, n_best=1)
+    if keras.backend.backend() == "tensorflow":
+        assert spawned == [] and built[0][0] is translator
+    else:
+        assert built == []
+        ((loaded, checkpoint, _),) = spawned
+        assert checkpoint is None and loaded.search == translator.search
+        built = [(loaded, spawned[0][2])]
+    assert (
+        built[0][1].search
+        == search
+        == dataclasses.replace(translator.search, n_best=1)
+    )
 
 
 @pytest.mark.parametrize(
@@ -1121,7 +1159,7 @@ def test_search_must_be_a_search_config(run_dir, tmp_path, fake_build):
 
 
 def test_bad_paths_raise_clear_errors(run_dir, tmp_path, fake_build):
-    with pytest.raises(FileNotFoundError, match="not a run directory"):
+    with pytest.raises(FileNotFoundError, match="is not a preset"):
         export.export_saved_model(tmp_path, tmp_path / "model")
     (tmp_path / "file").write_text("")
     with pytest.raises(NotADirectoryError, match="must be a folder"):
@@ -1130,7 +1168,7 @@ def test_bad_paths_raise_clear_errors(run_dir, tmp_path, fake_build):
 
 def test_a_damaged_run_fails_before_the_build(run_dir, tmp_path, fake_build):
     damaged = pathlib.Path(shutil.copytree(run_dir, tmp_path / "run"))
-    model = damaged / run_directory.BEST_MODEL
+    model = damaged / presets.WEIGHTS
     model.write_bytes(model.read_bytes()[:1000])
     with pytest.raises(run_directory.RunDirectoryError, match="truncated"):
         export.export_saved_model(damaged, tmp_path / "model")
@@ -1144,8 +1182,6 @@ def test_a_wordpiece_source_needs_only_tf_text_ops(tmp_path):
     sources = [source for source, _ in PAIRS]
     source = WordPieceTokenizer.from_texts(sources * 10, 100)
     target = WordTokenizer.from_texts([target for _, target in PAIRS])
-    source.save(run_dir / run_directory.SOURCE_VOCABULARY)
-    target.save(run_dir / run_directory.TARGET_VOCABULARY)
     model = RNNSearch(
         source.vocabulary_size,
         target.vocabulary_size,
@@ -1154,8 +1190,8 @@ def test_a_wordpiece_source_needs_only_tf_text_ops(tmp_path):
         maxout_dim=4,
         initialization="glorot",
     )
-    model.save(run_dir / run_directory.BEST_MODEL)
-    run_directory.write_config(run_dir, {})
+    preprocessor = TranslationPreprocessor(source, target)
+    Translator(model, preprocessor).save_to_preset(run_dir)
     # Subword pieces: more tokens per sentence than words.
     settings = {**LIMITS, "max_source_tokens": 32}
     path = export.export_saved_model(
@@ -1168,9 +1204,7 @@ def test_a_wordpiece_source_needs_only_tf_text_ops(tmp_path):
     )
     assert served["unregistered"] == ["FastWordpieceTokenizeWithOffsets"]
     assert not set(served["ops"]) & BANNED_OPS
-    translator = Translator(
-        model, source, target, max_source_length=32, long_sources="error"
-    )
+    translator = served_translator(model, source, target, 32)
     expected = translator.translate(sources + [""], DEFAULT_SEARCH)
     result = served["calls"]["translate"]
     assert result["translation"] == [t.text for t in expected]
@@ -1187,8 +1221,6 @@ def test_sentencepiece_runs_are_served_like_translator(tmp_path):
     target = SentencePieceTokenizer.from_texts(
         targets * 10, 60, model_type="bpe"
     )
-    source.save(run_dir / run_directory.SOURCE_VOCABULARY)
-    target.save(run_dir / run_directory.TARGET_VOCABULARY)
     keras.utils.set_random_seed(3)  # after the tokenizers: must not break them
     model = RNNSearch(
         source.vocabulary_size,
@@ -1202,8 +1234,8 @@ def test_sentencepiece_runs_are_served_like_translator(tmp_path):
     for variable in model.weights:  # alignments that tell words apart
         if "score_vector" in variable.path:
             variable.assign(3.0 * np.random.default_rng(0).normal(size=8))
-    model.save(run_dir / run_directory.BEST_MODEL)
-    run_directory.write_config(run_dir, {})
+    preprocessor = TranslationPreprocessor(source, target)
+    Translator(model, preprocessor).save_to_preset(run_dir)
     settings = {**LIMITS, "max_source_tokens": 32}
     path = export.export_saved_model(
         run_dir, tmp_path / "sentencepiece", search=DEFAULT_SEARCH, **settings
@@ -1221,9 +1253,7 @@ def test_sentencepiece_runs_are_served_like_translator(tmp_path):
         "SentencepieceTokenizeOp",
     }
     assert not set(served["ops"]) & BANNED_OPS
-    translator = Translator(
-        model, source, target, max_source_length=32, long_sources="error"
-    )
+    translator = served_translator(model, source, target, 32)
     expected = translator.translate(texts, DEFAULT_SEARCH)
     result = served["calls"]["translate"]
     assert result["translation"] == [t.text for t in expected]
@@ -1252,7 +1282,7 @@ def test_a_failed_subprocess_export_raises_with_its_stderr(monkeypatch):
 
 
 def test_a_refused_model_in_the_subprocess_keeps_its_error(monkeypatch):
-    message = "best.keras asks to run Python code on loading"
+    message = "config.json asks to run Python code on loading"
 
     def refuse(command, **kwargs):
         stderr = "TF log line\n" + export._RUN_DIRECTORY_ERROR + message
@@ -1281,12 +1311,14 @@ def test_the_subprocess_gets_the_settings_intact(monkeypatch):
     ((*_, module, argument),) = commands
     assert module == "keras_bahdanau.export"
     monkeypatch.setattr(
-        export, "write_saved_model", lambda **build: builds.append(build)
+        export,
+        "write_preset_saved_model",
+        lambda **build: builds.append(build),
     )
     assert export.main([argument]) == 0
     assert builds == [
         dict(
-            run_dir="run",
+            preset="run",
             checkpoint="best",
             path="path",
             settings=EXPORT_SETTINGS,

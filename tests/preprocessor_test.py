@@ -1,7 +1,6 @@
-import warnings
-
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from keras_bahdanau.data import BOS_ID
 from keras_bahdanau.data import EOS_ID
@@ -25,9 +24,11 @@ def _strings(tensor):
     return [value.decode("utf-8") for value in np.ravel(tensor.numpy())]
 
 
-def test_read_sources_gives_ids_tokens_and_each_sentence_status(preprocessor):
+def test_generate_preprocess_gives_ids_tokens_and_each_sentence_status(
+    preprocessor,
+):
     text = ["Das Haus ist klein.", "", "  ", "Der Hund schläft im Haus."]
-    sources = preprocessor.read_sources(text)
+    sources = preprocessor.generate_preprocess(text)
     source = preprocessor.source_tokenizer
     assert sources["ids"].to_list() == source.tokenize(text).to_list()
     assert sources["tokens"].to_list()[0] == [
@@ -46,39 +47,18 @@ def test_read_sources_gives_ids_tokens_and_each_sentence_status(preprocessor):
         "too_long",
     ]
     unlimited = TranslationPreprocessor(*preprocessor.tokenizers)
-    unlimited = unlimited.read_sources(text)
+    unlimited = unlimited.generate_preprocess(text)
     assert _strings(unlimited["status"]) == ["ok", "empty", "empty", "ok"]
 
 
-def test_read_sources_replaces_invalid_utf8(preprocessor):
+def test_generate_preprocess_replaces_invalid_utf8(preprocessor):
     # A byte string that is not UTF-8 (a server receives bytes).
-    sources = preprocessor.read_sources(np.array([b"Das \xff Haus"]))
+    sources = preprocessor.generate_preprocess(np.array([b"Das \xff Haus"]))
     assert sources["tokens"].to_list() == [[b"Das", "\ufffd".encode(), b"Haus"]]
     assert _strings(sources["status"]) == ["ok"]
 
 
-def test_tokenize_sources_truncates_with_a_warning_or_refuses(preprocessor):
-    sentences = ["Das ist gut.", "Der Hund schläft im Haus."]
-    with pytest.warns(UserWarning, match=r"1 of 2 sentences .*=4 tokens"):
-        ids, tokens = preprocessor.tokenize_sources(sentences)
-    assert tokens == [
-        ["Das", "ist", "gut", "."],
-        ["Der", "Hund", "schläft", "im"],
-    ]
-    expected = preprocessor.source_tokenizer.tokenize(sentences).to_list()
-    assert [row.tolist() for row in ids] == [expected[0], expected[1][:4]]
-    assert all(row.dtype == np.int32 for row in ids)
-    strict = TranslationPreprocessor(
-        *preprocessor.tokenizers, max_source_length=4, long_sources="error"
-    )
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", UserWarning)
-        with pytest.raises(ValueError, match=r"indices \[1\]\)\. Split"):
-            strict.tokenize_sources(sentences)
-        assert strict.tokenize_sources(sentences[:1])[1] == tokens[:1]
-
-
-def test_decode_hypotheses_texts_and_unsearched_rows(preprocessor):
+def test_generate_postprocess_texts_and_unsearched_rows(preprocessor):
     target = preprocessor.target_tokenizer
     words = target.tokenize(["The house is small.", "The dog"]).to_list()
     first = [*words[0], EOS_ID]  # 6 tokens with EOS
@@ -96,7 +76,7 @@ def test_decode_hypotheses_texts_and_unsearched_rows(preprocessor):
         lengths=np.array([[6, 3, 0], [6, 6, 6]], "int32"),
         attention=np.zeros((2, 3, 6, 4), "float32"),
     )
-    decoded = preprocessor.decode_hypotheses(result, [True, False])
+    decoded = preprocessor.generate_postprocess(result, [True, False])
     assert _strings(decoded["text"]) == [
         "The house is small.",
         "The dog",
@@ -127,8 +107,47 @@ def test_decode_hypotheses_texts_and_unsearched_rows(preprocessor):
         "",
         "",
     ]
-    two = preprocessor.decode_hypotheses(result, [True, False], n_best=2)
+    two = preprocessor.generate_postprocess(result, [True, False], n_best=2)
     assert two["text"].shape == (2, 2)
+
+
+def test_a_call_packs_pairs_for_fit(preprocessor):
+    """`[BOS] y` and `y [EOS]`, padded: from the tokenizers' own ids."""
+    source, target = preprocessor.tokenizers
+    pairs = [*PAIRS[:3], ("Das ist gut.", "")]
+    x, y = preprocessor(*map(list, zip(*pairs, strict=True)))
+    for row, (source_text, target_text) in enumerate(pairs):
+        ids = source.tokenize(source_text).numpy().tolist()
+        words = target.tokenize(target_text).numpy().tolist()
+        width = 1 + max(len(target.tokenize(t).numpy()) for _, t in pairs)
+        padding = [PAD_ID] * (width - 1 - len(words))
+        assert x["source_ids"].numpy()[row, : len(ids)].tolist() == ids
+        assert x["target_ids"].numpy()[row].tolist() == [
+            BOS_ID,
+            *words,
+            *padding,
+        ]
+        assert y.numpy()[row].tolist() == [*words, EOS_ID, *padding]
+    # One pair: no batch axis.
+    one_x, one_y = preprocessor(*pairs[0])
+    assert one_y.numpy().tolist() == y.numpy()[0, : len(one_y)].tolist()
+    assert one_x["source_ids"].shape.rank == 1
+
+
+def test_a_call_maps_a_tf_data_pipeline(preprocessor):
+    sources, targets = map(list, zip(*PAIRS[:4], strict=True))
+    pairs = tf.data.Dataset.from_tensor_slices((sources, targets))
+    (batched,) = list(pairs.batch(4).map(preprocessor))
+    unbatched = list(pairs.map(preprocessor))
+    x, y = preprocessor(sources, targets)
+    for name in ("source_ids", "target_ids"):
+        np.testing.assert_array_equal(batched[0][name], x[name])
+        for row, (features, _) in enumerate(unbatched):
+            width = features[name].shape[0]
+            np.testing.assert_array_equal(
+                features[name], x[name].numpy()[row, :width]
+            )
+    np.testing.assert_array_equal(batched[1], y)
 
 
 def test_make_dataset_packs_bos_and_eos(preprocessor):
@@ -150,6 +169,10 @@ def test_make_dataset_packs_bos_and_eos(preprocessor):
         assert labels.numpy()[row].tolist() == [*y, EOS_ID] + [PAD_ID] * (
             8 - len(y)
         )
+    # The packing of a call, padded to the bucket's width.
+    x, y = preprocessor(*map(list, zip(*PAIRS[:3], strict=True)))
+    np.testing.assert_array_equal(labels[:, : y.shape[1]], y)
+    np.testing.assert_array_equal(inputs[1][:, : y.shape[1]], x["target_ids"])
 
 
 def test_bad_arguments_raise_clear_errors(preprocessor, translator):

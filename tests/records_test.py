@@ -46,13 +46,12 @@ def test_write_record_holds_the_figures_and_the_environment(tmp_path):
     )
     record = json.loads(path.read_text(encoding="utf-8"))
     assert record == written
-    # NumPy numbers become JSON numbers; NaN (no JSON) becomes null.
-    assert record["figures"] == {
-        "bleu": 6.5,
-        "steps": 3,
-        "times": [0.5, 0.25],
-        "diverged": None,
-    }
+    # One measurement: one row. NumPy numbers become JSON numbers; NaN
+    # (no JSON) becomes null.
+    assert record["rows"] == [
+        {"bleu": 6.5, "steps": 3, "times": [0.5, 0.25], "diverged": None}
+    ]
+    assert record["format_version"] == 2
     assert record["kind"] == "unit_test"
     assert record["transcribed"] is False
     assert record["config"] == {"run_dir": str(tmp_path)}
@@ -171,12 +170,22 @@ def test_train_command_writes_the_record_of_its_run(
     record = json.loads(path.read_text(encoding="utf-8"))
     assert record["kind"] == "train"
     assert record["config"] == json.loads(json.dumps(trained[0]))
-    figures = record["figures"]
-    assert figures["results"] == results
-    assert figures["epochs"] == 2
-    assert figures["training_minutes"] == 2.5
-    assert [row["val_bleu"] for row in figures["log"]] == [0.5, 1.5]
-    assert figures["parameters"] == rd.read_config(run).get("parameters")
+    (row,) = record["rows"]
+    assert list(row) == list(records.TRAINING_FIELDS)
+    for split in ("dev", "test"):
+        assert row[split] == {
+            **dict.fromkeys(records.SPLIT_FIELDS),
+            **results[split],
+        }
+    assert row["epochs"] == 2
+    assert row["training_minutes"] == 2.5  # 60 s + 90 s
+    assert [epoch["val_bleu"] for epoch in row["log"]] == [0.5, 1.5]
+    assert row["model"] == "rnnsearch"  # tests/run_fixture.py's, no size
+    assert (
+        row["parameters"]
+        == json.loads((run / "training_config.json").read_text())["parameters"]
+    )
+    assert row["config_file"] is None  # No --config.
 
 
 def _script(name, *arguments, cwd=None):
@@ -208,7 +217,7 @@ def test_decode_throughput_records_its_lines(tmp_path):
     )
     record = json.loads(path.read_text(encoding="utf-8"))
     assert record["kind"] == "decode_throughput"
-    assert record["figures"] == {"measurements": lines}
+    assert record["rows"] == lines
     assert record["command"].endswith(
         f"benchmarks/decode_throughput.py --preset=rnnsearch_tiny "
         f"--vocabulary-size=40 --source-length=3 --max-length=3 "
@@ -232,15 +241,16 @@ def test_train_throughput_records_the_parents_line_only(tmp_path):
     )
     record = json.loads(path.read_text(encoding="utf-8"))
     # The reference's child process got --record too, and wrote nothing.
-    assert record["figures"] == {"measurements": [line]}
+    assert record["rows"] == [line]
     assert line["ratio_vs_pytorch"] is not None
 
 
 # === results/render.py ===
 
 
-def test_committed_results_page_and_readme_table_are_rendered():
+def test_committed_pages_are_rendered_from_the_records():
     texts = render.rendered()
+    assert set(texts) == {render.PAGE, render.README, render.SMALL_DATA}
     for path, text in texts.items():
         assert path.read_text(encoding="utf-8") == text, (
             f"{path.relative_to(_ROOT)} differs from the records in "
@@ -248,15 +258,24 @@ def test_committed_results_page_and_readme_table_are_rendered():
         )
 
 
-def test_every_committed_record_is_complete():
-    expected = records.build_record("k", {}).keys()
+def test_every_committed_record_is_complete_and_normalised():
+    expected = set(records.build_record("k", {}))
+    fields = {}
     for name, record in render.load_records().items():
         assert record["format_version"] == records.FORMAT_VERSION, name
-        assert set(record) == set(expected), name
+        # reproduce_bahdanau.py's records add the steps asked for and the
+        # alignments it plotted.
+        assert set(record) - expected <= {"steps", "figure3"}, name
+        assert expected <= set(record), name
         if record["transcribed"]:
             assert record["source"], name
         else:
             assert record["command"] and record["started_utc"], name
+        # One row per measurement, the same fields in every row of a kind.
+        for row in record["rows"]:
+            kind = fields.setdefault(record["kind"], list(row))
+            assert list(row) == kind, (name, set(row) ^ set(kind))
+    assert fields["train"] == list(records.TRAINING_FIELDS)
 
 
 def _write_records(folder, run_dir, tmp_path):
@@ -268,6 +287,7 @@ def _write_records(folder, run_dir, tmp_path):
         records.start(),
         {"model": {"architecture": "rnnsearch", "preset": "rnnsearch_tiny"}},
     )
+    # As the benchmark scripts write them.
     records.write_record(
         folder / "decode.json",
         "decode_throughput",
@@ -289,7 +309,18 @@ def _write_records(folder, run_dir, tmp_path):
     records.write_record(
         folder / "old.json",
         "reproduce_bahdanau",
-        {"steps": 10, "rows": [{"label": "RNNsearch-50", "steps": 10}]},
+        [
+            {
+                "label": "RNNsearch-50",
+                "steps": 10,
+                "corpus": "bible_en_fr",
+                "test": {"sentences": 4, "bleu": 12.5, "chrf": 30.0},
+                "beam_size": 5,
+                "no_unk": None,
+                "test_bleu_by_length": [],
+                "bleu_signature": None,
+            }
+        ],
         transcribed=True,
         source="docs of an earlier release",
     )
@@ -300,42 +331,54 @@ def test_render_page_and_table_from_records(run_dir, tmp_path):
     _write_records(folder, run_dir, tmp_path)
     found = render.load_records(folder)
     page = render.render_page(found)
-    readme = render.render_readme_table(found)
+    readme = render.render_summary(found)
     # The demo's dev / test BLEU, the ratio, the transcribed record's mark.
     assert "1.50 / 20.00" in page and "2.50 / 20.00" in page
-    assert "1.50 / 2.50" in readme
+    assert "| Main job (`make demo`), rnnsearch, 2 epochs: dev / test BLEU " \
+        "| 1.50 / 2.50 | `demo.json` |" in readme  # fmt: skip
     assert "jax 1.25x" in readme and "1.25x" in page
+    assert "| RNNsearch-50 | - | 10 | - | 12.50 |" in page
+    assert "on bible_en_fr, 10 steps: test BLEU | RNNsearch-50 12.50 " in readme
     assert f"`old.json` {render.MARK}" in page
     assert render.TRANSCRIBED in page and render.TRANSCRIBED in readme
     assert "Source: docs of an earlier release" in page
     # A kind without records is left out; no records at all still renders.
     assert "Serving latency" not in page
     assert "No records yet." in render.render_page({})
-    assert render.render_readme_table({}) == ""
+    assert render.render_summary({}) == ""
 
 
 def test_render_check_fails_on_a_stale_page(run_dir, tmp_path, monkeypatch):
     folder = tmp_path / "results"
     _write_records(folder, run_dir, tmp_path)
-    readme = tmp_path / "README.md"
-    readme.write_text(f"# x\n\n{render.BEGIN}\nold\n{render.END}\n")
+    readme, runs = tmp_path / "README.md", tmp_path / "runs.md"
+    readme.write_text(
+        "# x\n\n<!-- results:begin -->\nold\n<!-- results:end -->\n"
+    )
+    runs.write_text(
+        "<!-- results:begin records: demo.json -->\n<!-- results:end -->\n"
+    )
     monkeypatch.setattr(render, "RESULTS", folder)
     monkeypatch.setattr(render, "ROOT", tmp_path)
     monkeypatch.setattr(render, "README", readme)
+    monkeypatch.setattr(render, "SMALL_DATA", runs)
     monkeypatch.setattr(render, "PAGE", tmp_path / "docs" / "results.md")
     (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "results.md").write_text("")
     assert render.main(["--check"]) == 1
     assert render.main([]) == 0
     assert render.main(["--check"]) == 0
     assert "jax 1.25x" in readme.read_text(encoding="utf-8")
-    readme.write_text("no markers\n")
-    with pytest.raises(SystemExit, match="results:begin"):
+    # The training table of the records a marker names.
+    assert "| `demo.json` | demo | rnnsearch |" in runs.read_text()
+    runs.write_text("<!-- results:begin nothing -->\n<!-- results:end -->\n")
+    with pytest.raises(SystemExit, match="Unknown marker 'nothing'"):
         render.main(["--check"])
 
 
 def test_a_file_that_is_not_a_record_is_named(tmp_path):
-    (tmp_path / "bad.json").write_text('{"kind": "x"}')
-    with pytest.raises(ValueError, match="bad.json is not a record"):
+    (tmp_path / "bad.json").write_text('{"kind": "x", "format_version": 2}')
+    with pytest.raises(ValueError, match="bad.json is not a record of"):
         render.load_records(tmp_path)
     (tmp_path / "bad.json").write_text("{")
     with pytest.raises(ValueError, match="bad.json is not JSON"):
@@ -345,111 +388,102 @@ def test_a_file_that_is_not_a_record_is_named(tmp_path):
 def test_length_penalty_and_evaluate_records_have_sections(
     tmp_path, monkeypatch
 ):
-    alphas = [
-        {"alpha": alpha, "bleu": bleu, "chrf": 30.0, "length_ratio": ratio}
-        for alpha, bleu, ratio in ((0.0, 5.5, 0.9125), (0.6, 6.25, 0.98))
-    ]
+    run = {
+        "run_dir": "runs/tiny",
+        "architecture": "rnnsearch",
+        "sentences": 300,
+        "beam_size": 5,
+        "bleu_signature": "nrefs:1",
+        "best_alpha": 0.6,
+    }
     records.write_record(
         tmp_path / "penalty.json",
         "length_penalty",
-        {
-            "runs": [
-                {
-                    "run_dir": "runs/tiny",
-                    "architecture": "rnnsearch",
-                    "sentences": 300,
-                    "beam_size": 5,
-                    "bleu_signature": "nrefs:1",
-                    "alphas": alphas,
-                    "best_alpha": 0.6,
-                }
-            ]
-        },
+        [
+            {
+                **run,
+                "alpha": alpha,
+                "bleu": bleu,
+                "chrf": 30.0,
+                "length_ratio": ratio,
+            }  # fmt: skip
+            for alpha, bleu, ratio in ((0.0, 5.5, 0.9125), (0.6, 6.25, 0.98))
+        ],
     )
     search = {"beam_size": 5, "n_best": 1, "length_penalty": 0.6}
     records.write_record(
         tmp_path / "evaluate.json",
         "evaluate",
-        {
-            "tiny": {
-                "bleu": 7.125,
-                "chrf": 31.5,
-                "by_length": [
-                    {"min_length": 1, "max_length": 10, "num_sentences": 3},
-                    {"min_length": 11, "max_length": 20, "num_sentences": 2},
-                ],
-                "seconds": 12.34,
+        [
+            {
+                "run": "tiny",
                 "run_dir": "runs/tiny",
                 "split": "test",
                 "search": search,
+                "bleu": 7.125,
+                "chrf": 31.5,
+                "sentences": 5,
+                "seconds": 12.34,
             }
-        },
+        ],
     )
     monkeypatch.setattr(render, "RESULTS", tmp_path)
     page = render.render_page(render.load_records())
     assert "Other records" not in page
     penalty = page[page.index("## Length penalty") :]
     assert "### `penalty.json`: `runs/tiny`" in penalty
+    assert "rnnsearch, 300 dev sentences, beam 5; `nrefs:1`." in penalty
     assert "| 0.00 | 5.50 | 30.00 | 0.912 |" in penalty
     assert "| 0.60 (best) | 6.25 | 30.00 | 0.980 |" in penalty
-    # Sentences: the by-length buckets' counts.
     assert (
         "| `evaluate.json` | tiny | test | beam 5 | 0.60 | 7.12 | 31.50 | 5 "
         "| 12.3 |"
     ) in page
-    assert render.render_readme_table(render.load_records()) == ""
+    assert render.render_summary(render.load_records()) == ""
 
 
 def test_small_data_records_have_their_own_section(tmp_path, monkeypatch):
     folder = tmp_path / "results"
     for name, section, bleu in (
-        ("small_data_a", "Second", 1.25),
-        ("small_data_b", "First", 2.5),
+        ("a", "Second", 1.25),
+        ("b", "First", 2.5),
         ("train", None, 3.75),
     ):
+        row = {
+            "section": section,
+            "run": name,
+            "change": "none",
+            "dev": {"bleu": bleu, "sentences": 9},
+            "log": [{"epoch": 1, "val_bleu": bleu, "val_loss": 4.5}],
+        }
         records.write_record(
             folder / f"{name}.json",
             "train",
-            {
-                "section": section,
-                "run": name,
-                "change": "none",
-                "results": {"dev": {"bleu": bleu, "sentences": 9}},
-                "log": [{"epoch": 1, "val_bleu": bleu, "val_loss": 4.5}],
-            },
+            row,
             transcribed=True,
             source="a page",
         )
     page_of_runs = tmp_path / "small_data.md"
-    page_of_runs.write_text("# Runs\n\n## First\n\n### Second\n")
-    monkeypatch.setattr(render, "SMALL_DATA_PAGE", page_of_runs)
+    page_of_runs.write_text(
+        "# Runs\n\n<!-- results:begin section: First -->\n"
+        "<!-- results:end -->\n\n<!-- results:begin section: Second -->\n"
+        "<!-- results:end -->\n"
+    )
+    monkeypatch.setattr(render, "SMALL_DATA", page_of_runs)
     found = render.load_records(folder)
     page = render.render_page(found)
     training = page[: page.index("## Small-data recipe")]
     small_data = page[page.index("## Small-data recipe") :]
-    assert "3.75 / -" in training and "small_data_" not in training
-    # Under the page's headings, in its order; each run's log by epoch.
+    assert "3.75 / -" in training and "`a.json`" not in training
+    # In the order of the page's markers; each run's log by epoch.
     assert small_data.index("### First") < small_data.index("### Second")
-    assert "| `small_data_b.json` † | small_data_b | none | - | - |" in (
+    assert "| `b.json` † | b | none | - | - | 2.50 / - | - / - | 9 / - |" in (
         small_data
     )
-    assert f"| `small_data_a.json` {render.MARK} | - | 1.25 |" in small_data
+    assert f"| `a.json` {render.MARK} | - | 1.25 |" in small_data
     assert "epoch 2: val_loss 4.5" in small_data
-    assert "small_data_" not in render.render_readme_table(found)
-
-
-def test_small_data_records_hold_the_figures_of_their_page():
-    page = (_ROOT / "docs" / "small_data.md").read_text(encoding="utf-8")
-    found, _ = render.split_small_data(render.load_records())
-    assert found
-    for name, record in found.items():
-        figures = record["figures"]
-        assert record["transcribed"] and figures["section"] in page, name
-        values = [
-            scores.get(key)
-            for scores in (figures["results"] or {}).values()
-            for key in ("bleu", "chrf")
-        ]
-        values += [row.get("val_bleu") for row in figures["log"] or []]
-        for value in values:
-            assert value is None or f"{value:.2f}" in page, (name, value)
+    assert "`a.json`" not in render.render_summary(found)
+    # The page's own markers: its sections' tables, without a heading.
+    text = render.rendered(found)[page_of_runs]
+    first = text[: text.index("section: Second")]
+    assert "| `b.json` † | b |" in first and "### First" not in first

@@ -1,9 +1,10 @@
 """A tiny run directory, laid out like `keras-bahdanau train` writes one.
 
-Tests of everything that reads run directories (translate, evaluate,
+Tests of everything that reads presets (translate, evaluate,
 plot-attention, export) build one with `build_run_dir(path)`: a toy
-German-English corpus, word tokenizers and a tiny `RNNSearch` saved as
-`best.keras` and `last.keras`, in a couple of seconds.
+German-English corpus, word tokenizers and a tiny `RNNSearch` saved as the
+preset at the top (its weights the best checkpoint) and as
+`last.weights.h5`, with the training config, in a couple of seconds.
 
 `shared_run_dir()` builds one such directory for the whole test session
 (random weights; tests must not modify it): the `run_dir` fixture of
@@ -15,13 +16,18 @@ import pathlib
 import keras
 import numpy as np
 
+from keras_bahdanau import presets
 from keras_bahdanau import run_directory
+from keras_bahdanau.callbacks import inference_copy
 from keras_bahdanau.config import resolve_config
 from keras_bahdanau.data import build_tokenizer
 from keras_bahdanau.data import make_dataset
+from keras_bahdanau.decoding.config import run_search
 from keras_bahdanau.models import PervasiveAttention
 from keras_bahdanau.models import RNNSearch
+from keras_bahdanau.preprocessor import TranslationPreprocessor
 from keras_bahdanau.training import compile_model
+from keras_bahdanau.translator import Translator
 
 
 def reversal_corpus(directory, sources):
@@ -41,6 +47,20 @@ def reversal_corpus(directory, sources):
     ]
 
 
+# A run as small as `keras-bahdanau train` allows: the paper's recipe
+# (word vocabularies, no regularisation) and sizes of 8; the training
+# tests check the plumbing, the small-data recipe has tests of its own.
+TINY = [
+    "recipe=paper",
+    "model.preset=",
+    "model.embedding_dim=8",
+    "model.hidden_dim=8",
+    "model.maxout_dim=4",
+    "training.optimizer=adam",
+    "data.max_length=10",
+    "evaluation.beam_size=2",
+    "evaluation.max_sentences=4",
+]
 PAIRS = [
     ("Das Haus ist klein.", "The house is small."),
     ("Das Haus ist groß.", "The house is big."),
@@ -77,8 +97,6 @@ def build_run_dir(path, fit_epochs=0, seed=0, architecture="rnnsearch"):
     path.mkdir(parents=True, exist_ok=True)
     source = build_tokenizer("word", [s for s, _ in PAIRS], 100)
     target = build_tokenizer("word", [t for _, t in PAIRS], 100)
-    source.save(path / run_directory.SOURCE_VOCABULARY)
-    target.save(path / run_directory.TARGET_VOCABULARY)
     keras.utils.set_random_seed(seed)
     if architecture == "pervasive_attention":
         model = PervasiveAttention(
@@ -135,8 +153,6 @@ def build_run_dir(path, fit_epochs=0, seed=0, architecture="rnnsearch"):
         )
         compile_model(model, "adam", learning_rate=0.02)
         model.fit(dataset, epochs=fit_epochs, verbose=0)
-    model.save(path / run_directory.BEST_MODEL)
-    model.save(path / run_directory.LAST_MODEL)
     # The config `keras-bahdanau train` would have resolved and written.
     config = {
         **resolve_config(
@@ -161,7 +177,13 @@ def build_run_dir(path, fit_epochs=0, seed=0, architecture="rnnsearch"):
         ),
         "parameters": model.count_params(),
     }
-    run_directory.write_config(path, config)
+    run_directory.write_training_config(path, config)
+    # The preset `train` writes at the top, and its two checkpoints.
+    preprocessor = TranslationPreprocessor(source, target, MAX_LENGTH)
+    search = run_search(config["evaluation"])
+    presets.write_preset(path, Translator(model, preprocessor, search=search))
+    for name in (presets.WEIGHTS, run_directory.LAST_WEIGHTS):
+        inference_copy(model).save_weights(path / name)
     return path
 
 

@@ -65,7 +65,6 @@ def run(args):
     version = export_saved_model(run_dir, args.saved_model)
     print(f"SavedModel for TF Serving: {version}")
     if args.record:
-        figures = records.run_figures(run_dir)
-        figures["translations"] = examples
-        records.write_record(args.record, "demo", figures, started, config)
+        row = {**records.run_figures(run_dir), "translations": examples}
+        records.write_record(args.record, "demo", row, started, config)
     return 0

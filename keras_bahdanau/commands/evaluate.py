@@ -1,9 +1,10 @@
-"""`keras-bahdanau evaluate RUN_DIR [RUN_DIR ...]`: BLEU and chrF of runs."""
+"""`keras-bahdanau evaluate PRESET [PRESET ...]`: BLEU and chrF of models."""
 
 import json
 
 from keras_bahdanau import evaluation
 from keras_bahdanau import records
+from keras_bahdanau.commands.flags import PRESET_HELP
 from keras_bahdanau.commands.flags import add_search_arguments
 from keras_bahdanau.commands.flags import search_config
 from keras_bahdanau.commands.flags import translator_from_args
@@ -13,13 +14,17 @@ from keras_bahdanau.run_directory import atomic_write_text
 
 def add_arguments(parser):
     parser.description = (
-        "Translate a test set with one or more runs; print sacreBLEU BLEU "
-        "and chrF with their signatures, and BLEU by source length (the "
-        "paper's Figure 2). The test set is --split of each run's training "
-        "corpus (config.json) or the files --source/--reference."
+        "Translate a test set with one or more presets; print sacreBLEU "
+        "BLEU and chrF with their signatures, and BLEU by source length "
+        "(the paper's Figure 2). The test set is --split of each run's "
+        "training corpus (training_config.json) or the files "
+        "--source/--reference."
     )
     parser.add_argument(
-        "run_dirs", nargs="+", metavar="RUN_DIR", help="run directories"
+        "presets",
+        nargs="+",
+        metavar="PRESET",
+        help=f"{PRESET_HELP} (several: compared on one test set)",
     )
     parser.add_argument(
         "--split",
@@ -51,17 +56,18 @@ def run(args):
     started = records.start()
     # Every test set is read and checked before any model loads.
     test_sets = evaluation.read_test_sets(
-        args.run_dirs,
+        args.presets,
         args.split,
         args.max_sentences,
         args.source,
         args.reference,
         args.errors,
     )
+    # One model at a time: each is loaded as its turn comes.
+    translators = (translator_from_args(args, p) for p in args.presets)
     scores = evaluation.compare_runs(
         test_sets,
-        (translator_from_args(args, run_dir) for run_dir in args.run_dirs),
-        [search_config(args, run_dir) for run_dir in args.run_dirs],
+        ((t, search_config(args, t.search)) for t in translators),
         bucket_width=args.bucket_width,
         batch_size=args.batch_size,
     )
@@ -73,7 +79,11 @@ def run(args):
         atomic_write_text(args.json, json.dumps(scores, indent=2) + "\n")
     if args.record:
         split = None if args.source else args.split
-        for run_dir, label in zip(args.run_dirs, scores, strict=True):
-            scores[label].update(run_dir=str(run_dir), split=split)
-        records.write_record(args.record, "evaluate", scores, started)
+        rows = [
+            {"run": label, "run_dir": str(preset), "split": split, **row}
+            for (label, row), preset in zip(
+                scores.items(), args.presets, strict=True
+            )
+        ]
+        records.write_record(args.record, "evaluate", rows, started)
     return 0

@@ -1,7 +1,9 @@
-"""`keras-bahdanau export RUN_DIR`: a TF Serving SavedModel of a run."""
+"""`keras-bahdanau export PRESET`: a TF Serving SavedModel of a preset."""
 
 import pathlib
 
+from keras_bahdanau import presets
+from keras_bahdanau.commands.flags import PRESET_HELP
 from keras_bahdanau.commands.flags import add_decoding_arguments
 from keras_bahdanau.commands.flags import search_config
 from keras_bahdanau.export import export_saved_model
@@ -9,16 +11,16 @@ from keras_bahdanau.export import export_saved_model
 
 def add_arguments(parser):
     parser.description = (
-        "Write RUN_DIR's model as a TF Serving SavedModel, "
+        "Write PRESET's model as a TF Serving SavedModel, "
         "OUTPUT/<version>/, with text-in/text-out signatures "
         "(serving_default, translate_n_best, align). Built on the "
         "TensorFlow backend whatever the current one. See docs/serving.md."
     )
-    parser.add_argument("run_dir", metavar="RUN_DIR", help="run directory")
+    parser.add_argument("preset", metavar="PRESET", help=PRESET_HELP)
     parser.add_argument(
         "--output",
         help="model folder (TF Serving base path; default: "
-        "saved_models/<name of RUN_DIR>)",
+        "saved_models/<name of PRESET>)",
     )
     parser.add_argument(
         "--version",
@@ -51,15 +53,16 @@ def add_arguments(parser):
 
 def run(args):
     output = args.output or pathlib.Path(
-        "saved_models", pathlib.Path(args.run_dir).resolve().name
+        "saved_models", pathlib.Path(args.preset).resolve().name
     )
+    preset = presets.check_preset(args.preset, args.checkpoint)
     path = export_saved_model(
-        args.run_dir,
+        args.preset,
         output,
         version=args.version,
         checkpoint=args.checkpoint,
         overwrite=args.overwrite,
-        search=search_config(args, args.run_dir),
+        search=search_config(args, preset.settings["search"]),
         max_source_tokens=args.max_source_tokens,
         max_batch=args.max_batch,
         max_beam_size=args.max_beam_size,

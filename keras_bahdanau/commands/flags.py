@@ -1,32 +1,39 @@
-"""The flags several commands share; the search ones default to SearchConfig."""
+"""The flags several commands share: the preset, its checkpoint, and the
+search flags, which replace fields of the preset's own search."""
 
-from keras_bahdanau import run_directory
+import dataclasses
+
+from keras_bahdanau import presets
 from keras_bahdanau.data.corpora import INPUT_ERRORS
-from keras_bahdanau.decoding import SearchConfig
 from keras_bahdanau.translator import Translator
+
+# The search flags: `SearchConfig`'s fields, their type and help.
+_SEARCH_FLAGS = {
+    "--beam-size": (int, "beams (default: the preset's)"),
+    "--length-penalty": (float, "GNMT alpha (default: the preset's)"),
+    "--coverage-penalty": (float, "GNMT beta (default: the preset's)"),
+    "--max-length": (
+        int,
+        "most target tokens (default: the preset's; if it sets none, "
+        "2 * source tokens + 10)",
+    ),
+}
+PRESET_HELP = (
+    "a preset: a run directory of `keras-bahdanau train` or a folder of "
+    "Translator.save_to_preset"
+)
 
 
 def add_decoding_arguments(parser):
-    """Adds `--checkpoint` and the search flags, `SearchConfig`'s fields."""
+    """Adds `--checkpoint` and the search flags (`_SEARCH_FLAGS`)."""
     parser.add_argument(
-        "--checkpoint", choices=run_directory.CHECKPOINTS, default="best"
+        "--checkpoint",
+        choices=tuple(presets.CHECKPOINTS),
+        default="best",
+        help="best: the preset's weights; last: a run directory's last epoch",
     )
-    defaults = SearchConfig()
-    for flag, kind, help_text in (
-        ("--beam-size", int, None),
-        ("--length-penalty", float, "GNMT alpha"),
-        ("--coverage-penalty", float, "GNMT beta"),
-        (
-            "--max-length",
-            int,
-            "most target tokens (default: 2 * source tokens + 10)",
-        ),
-    ):
-        default = getattr(defaults, flag[2:].replace("-", "_"))
-        if flag == "--length-penalty":
-            default = None
-            help_text += " (default: the run's evaluation.length_penalty)"
-        parser.add_argument(flag, type=kind, default=default, help=help_text)
+    for flag, (kind, help_text) in _SEARCH_FLAGS.items():
+        parser.add_argument(flag, type=kind, help=help_text)
 
 
 def add_search_arguments(parser):
@@ -38,7 +45,7 @@ def add_search_arguments(parser):
         type=int,
         default=None,
         help="truncate longer sources, with a warning (default: the "
-        "run's training max_length; 0: no limit)",
+        "preset's, a run's training max_length; 0: no limit)",
     )
     parser.add_argument(
         "--errors",
@@ -49,30 +56,23 @@ def add_search_arguments(parser):
     )
 
 
-def search_config(args, run_dir, n_best=1):
-    """The `SearchConfig` of the `add_decoding_arguments` flags for a run.
-
-    Without `--length-penalty`, the run's `evaluation.length_penalty` (0
-    for a run whose config has none).
-    """
-    length_penalty = args.length_penalty
-    if length_penalty is None:
-        evaluation = run_directory.read_config(run_dir).get("evaluation", {})
-        length_penalty = evaluation.get("length_penalty", 0.0)
-    return SearchConfig(
-        beam_size=args.beam_size,
-        n_best=n_best,
-        length_penalty=length_penalty,
-        coverage_penalty=args.coverage_penalty,
-        max_length=args.max_length,
-    )
+def search_config(args, search, n_best=1):
+    """`search` (a preset's `SearchConfig`) with the fields that the
+    search flags set, and `n_best`: with no flag, the preset's own
+    search, as `Translator.from_preset(...).translate` uses it."""
+    names = [flag[2:].replace("-", "_") for flag in _SEARCH_FLAGS]
+    changes = {name: getattr(args, name) for name in names}
+    changes = {
+        name: value for name, value in changes.items() if value is not None
+    }
+    return dataclasses.replace(search, **changes, n_best=n_best)
 
 
-def translator_from_args(args, run_dir=None):
-    """A `Translator` for `run_dir` (default `args.run_dir`) and the flags."""
+def translator_from_args(args, preset=None):
+    """A `Translator` for `preset` (default `args.preset`) and the flags."""
     limit = args.max_source_length
-    return Translator.from_run_dir(
-        run_dir or args.run_dir,
+    return Translator.from_preset(
+        preset or args.preset,
         checkpoint=args.checkpoint,
-        max_source_length="auto" if limit is None else (limit or None),
+        **({} if limit is None else {"max_source_length": limit or None}),
     )

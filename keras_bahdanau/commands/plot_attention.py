@@ -1,8 +1,9 @@
-"""`keras-bahdanau plot-attention RUN_DIR`: alignment heatmaps (Figure 3)."""
+"""`keras-bahdanau plot-attention PRESET`: alignment heatmaps (Figure 3)."""
 
 import warnings
 from pathlib import Path
 
+from keras_bahdanau.commands.flags import PRESET_HELP
 from keras_bahdanau.commands.flags import add_search_arguments
 from keras_bahdanau.commands.flags import search_config
 from keras_bahdanau.commands.flags import translator_from_args
@@ -17,7 +18,7 @@ def add_arguments(parser):
         "sentence, numbered from 001 in input order. Empty sentences are "
         "skipped with a warning."
     )
-    parser.add_argument("run_dir", metavar="RUN_DIR", help="run directory")
+    parser.add_argument("preset", metavar="PRESET", help=PRESET_HELP)
     parser.add_argument(
         "--sentence",
         action="append",
@@ -39,9 +40,12 @@ def run(args):
         sentences += read_lines(args.input, args.errors)
     if not sentences:
         raise ValueError("Nothing to plot: pass --sentence or --input.")
-    search = search_config(args, args.run_dir)
-    translations = translator_from_args(args).translate(
-        sentences, search, return_attention=True, batch_size=args.batch_size
+    translator = translator_from_args(args)
+    translations = translator.translate(
+        sentences,
+        search_config(args, translator.search),
+        return_attention=True,
+        batch_size=args.batch_size,
     )
     output_dir = Path(args.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)

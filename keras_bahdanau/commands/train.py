@@ -49,7 +49,6 @@ def run(args):
     except (ConfigError, CheckpointError, FloatingPointError) as error:
         raise SystemExit(f"keras-bahdanau train: {error}") from None
     if args.record:
-        records.write_record(
-            args.record, "train", records.run_figures(run_dir), started, config
-        )
+        row = records.run_figures(run_dir, args.config)
+        records.write_record(args.record, "train", row, started, config)
     return 0

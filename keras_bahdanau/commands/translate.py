@@ -1,8 +1,9 @@
-"""`keras-bahdanau translate RUN_DIR`: one sentence per line, translated."""
+"""`keras-bahdanau translate PRESET`: one sentence per line, translated."""
 
 import contextlib
 import sys
 
+from keras_bahdanau.commands.flags import PRESET_HELP
 from keras_bahdanau.commands.flags import add_search_arguments
 from keras_bahdanau.commands.flags import search_config
 from keras_bahdanau.commands.flags import translator_from_args
@@ -20,7 +21,7 @@ def add_arguments(parser):
         "The whole input is read and checked to be UTF-8 before the model "
         "loads (see --errors)."
     )
-    parser.add_argument("run_dir", metavar="RUN_DIR", help="run directory")
+    parser.add_argument("preset", metavar="PRESET", help=PRESET_HELP)
     parser.add_argument("--input", help="input file (default: stdin)")
     parser.add_argument("--output", help="output file (default: stdout)")
     add_search_arguments(parser)
@@ -45,8 +46,8 @@ def run(args):
     dictionary = None
     if args.dictionary:
         dictionary = read_dictionary(args.dictionary, args.errors)
-    search = search_config(args, args.run_dir, n_best=args.n_best)
     translator = translator_from_args(args)
+    search = search_config(args, translator.search, n_best=args.n_best)
     with (
         open(args.output, "w", encoding="utf-8")
         if args.output

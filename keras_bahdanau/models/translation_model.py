@@ -137,21 +137,59 @@ class TranslationModel(keras.Model):
         }
 
     @classmethod
-    def from_preset(cls, name, **kwargs):
-        """Builds a model with a preset's sizes; `kwargs` override them.
+    def from_preset(cls, preset, load_weights=True, **kwargs):
+        """A model of a size name, or the trained model of a preset folder.
+
+        As keras-hub's `Backbone.from_preset`. A size name (a key of
+        `cls.presets`, e.g. `"rnnsearch_tiny"`) builds an untrained model
+        of those sizes, `kwargs` overriding them (the vocabulary sizes, at
+        least). A preset folder (of `Translator.save_to_preset`, or a run
+        directory of `keras-bahdanau train`) rebuilds the trained model
+        from its config, with its weights; `Translator.from_preset` loads
+        the same folder with its tokenizers and search.
+
+        Args:
+            preset: a size name, or the path of a preset folder.
+            load_weights: for a folder, whether to load its weights (False:
+                its model, freshly initialized).
+            **kwargs: for a size name, constructor arguments.
 
         Example:
 
         >>> model = RNNSearch.from_preset(
         ...     "rnnsearch_tiny", source_vocabulary_size=100,
         ...     target_vocabulary_size=120)
+        >>> trained = RNNSearch.from_preset("runs/ding_de_en")
         """
-        if name not in cls.presets:
+        if preset in cls.presets:
+            return cls(**{**cls.presets[preset], **kwargs})
+        import pathlib
+
+        from keras_bahdanau import presets  # It imports this module.
+
+        if not pathlib.Path(preset).is_dir():
             raise ValueError(
-                f"Unknown preset for {cls.__name__}: {name!r}. "
-                f"Available presets: {sorted(cls.presets)}"
+                f"Unknown preset for {cls.__name__}: {preset!r}, neither a "
+                f"size nor a folder. Available presets: {sorted(cls.presets)}"
+                ", or the folder of a trained model's preset."
             )
-        return cls(**{**cls.presets[name], **kwargs})
+        if kwargs:
+            raise ValueError(
+                "A trained model's preset fixes its sizes: pass no "
+                f"constructor arguments. Received: {sorted(kwargs)}"
+            )
+        found = presets.check_preset(preset)
+        name = found.config.get("class_name")
+        if cls.presets and name != cls.__name__:
+            raise ValueError(
+                f"{preset} holds a {name}, not a {cls.__name__}: load it "
+                f"with {name}.from_preset or Translator.from_preset."
+            )
+        if load_weights:
+            return presets.load_preset(preset)[0]
+        return keras.saving.deserialize_keras_object(
+            found.config, safe_mode=True
+        )
 
     @classmethod
     def from_config(cls, config):

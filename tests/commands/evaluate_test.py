@@ -27,7 +27,7 @@ def test_evaluate_command_compares_runs_and_plots_bleu_by_length(
     assert cli.main(arguments) == 0
     output = capsys.readouterr().out
 
-    translator = Translator.from_run_dir(run_dir)
+    translator = Translator.from_preset(run_dir)
     result = evaluation.evaluate(
         translator,
         [s for s, _ in PAIRS],
@@ -60,11 +60,12 @@ def test_evaluate_command_compares_runs_and_plots_bleu_by_length(
     assert scores["other_run"]["seconds"] > 0
     record = json.loads((tmp_path / "record.json").read_text("utf-8"))
     assert record["kind"] == "evaluate"
-    figures = record["figures"]["other_run"]
-    assert figures["bleu"] == result["bleu"] and figures["split"] is None
-    assert figures["search"]["beam_size"] == 2
-    assert figures["search"]["max_length"] == 10
-    assert figures["run_dir"] == str(other_run)
+    row = record["rows"][1]
+    assert row["run"] == "other_run" and row["run_dir"] == str(other_run)
+    assert row["bleu"] == result["bleu"] and row["split"] is None
+    assert row["sentences"] == len(PAIRS)
+    assert row["search"]["beam_size"] == 2
+    assert row["search"]["max_length"] == 10
 
 
 def test_evaluate_command_uses_the_split_of_the_runs_corpus(

@@ -2,52 +2,57 @@ import argparse
 
 import pytest
 
-from keras_bahdanau import run_directory
 from keras_bahdanau.commands import flags
 from keras_bahdanau.decoding import SearchConfig
 from keras_bahdanau.translator import Translator
 
+# A preset's own search, unlike `SearchConfig()` in every field.
+OWN = SearchConfig(
+    beam_size=3,
+    length_penalty=0.4,
+    coverage_penalty=0.1,
+    max_length=7,
+)
+
 
 def parse(*arguments):
     parser = argparse.ArgumentParser()
-    parser.add_argument("run_dir")
+    parser.add_argument("preset")
     flags.add_search_arguments(parser)
     return parser.parse_args(["runs/x", *arguments])
 
 
-def make_run_config(path, evaluation):
-    path.mkdir()
-    run_directory.write_config(path, {"evaluation": evaluation})
-    return path
-
-
-def test_the_search_flags_default_to_search_config_and_the_run(tmp_path):
+def test_without_search_flags_a_command_searches_as_its_preset():
     args = parse()
-    old_run = make_run_config(tmp_path / "old", {"beam_size": 5})
-    assert flags.search_config(args, old_run) == SearchConfig()
+    assert flags.search_config(args, OWN) == OWN
+    assert flags.search_config(args, OWN, n_best=2) == SearchConfig(
+        beam_size=3,
+        n_best=2,
+        length_penalty=0.4,
+        coverage_penalty=0.1,
+        max_length=7,
+    )
     assert (args.checkpoint, args.batch_size, args.errors) == (
         "best",
         32,
         "strict",
     )
-    # The run's chosen length penalty, unless the flag sets one.
-    run = make_run_config(tmp_path / "new", {"length_penalty": 0.4})
-    assert flags.search_config(args, run).length_penalty == 0.4
-    args = parse(*"--beam-size 3 --length-penalty 0.6 --max-length 9".split())
-    assert flags.search_config(args, run, n_best=2) == SearchConfig(
-        beam_size=3, n_best=2, length_penalty=0.6, max_length=9
+
+
+def test_each_search_flag_replaces_its_field_only():
+    args = parse(*"--beam-size 4 --length-penalty 0 --max-length 9".split())
+    assert flags.search_config(args, OWN) == SearchConfig(
+        beam_size=4, length_penalty=0.0, coverage_penalty=0.1, max_length=9
     )
-    args = parse("--length-penalty", "0")
-    assert flags.search_config(args, run).length_penalty == 0.0
+    args = parse("--coverage-penalty", "0")
+    assert flags.search_config(args, OWN).coverage_penalty == 0.0
     with pytest.raises(ValueError, match="beam_size=0"):
-        flags.search_config(parse("--beam-size", "0"), run)
-    with pytest.raises(FileNotFoundError, match="not a run directory"):
-        flags.search_config(parse(), tmp_path / "none")
+        flags.search_config(parse("--beam-size", "0"), OWN)
 
 
 @pytest.mark.parametrize(
     "arguments, expected",
-    [((), "auto"), (("--max-source-length", "0"), None)],
+    [((), {}), (("--max-source-length", "0"), {"max_source_length": None})],
 )
 def test_translator_from_args_maps_the_source_limit(
     monkeypatch, arguments, expected
@@ -55,12 +60,12 @@ def test_translator_from_args_maps_the_source_limit(
     calls = []
     monkeypatch.setattr(
         Translator,
-        "from_run_dir",
-        lambda run_dir, **kwargs: calls.append((run_dir, kwargs)),
+        "from_preset",
+        lambda preset, **kwargs: calls.append((preset, kwargs)),
     )
     flags.translator_from_args(parse(*arguments))
     flags.translator_from_args(parse(*arguments), "runs/y")
     assert calls == [
-        (run_dir, {"checkpoint": "best", "max_source_length": expected})
-        for run_dir in ("runs/x", "runs/y")
+        (preset, {"checkpoint": "best", **expected})
+        for preset in ("runs/x", "runs/y")
     ]

@@ -1,7 +1,6 @@
 import argparse
 import csv
 import errno
-import io
 import json
 import os
 import re
@@ -9,13 +8,13 @@ import signal
 import subprocess
 import sys
 import time
-import zipfile
 
 import h5py
 import keras
 import numpy as np
 import pytest
 
+from keras_bahdanau import presets
 from keras_bahdanau import run_directory as rd
 from keras_bahdanau.callbacks import CheckpointError
 from keras_bahdanau.commands import train as train_module
@@ -25,21 +24,8 @@ from keras_bahdanau.data import load_corpus
 from keras_bahdanau.trainer import _check_same_run
 from keras_bahdanau.trainer import train
 from keras_bahdanau.training import compile_model
+from tests.run_fixture import TINY
 from tests.run_fixture import reversal_corpus
-
-TINY = [
-    # The paper's recipe (word vocabularies, no regularisation): these tests
-    # check the plumbing; the small-data recipe has tests of its own.
-    "recipe=paper",
-    "model.preset=",
-    "model.embedding_dim=8",
-    "model.hidden_dim=8",
-    "model.maxout_dim=4",
-    "training.optimizer=adam",
-    "data.max_length=10",
-    "evaluation.beam_size=2",
-    "evaluation.max_sentences=4",
-]
 
 
 def _corpus(tmp_path, n=160):
@@ -146,34 +132,30 @@ def test_train_end_to_end_and_resume_after_sigkill(tmp_path):
     results = json.loads((run_dir / rd.RESULTS).read_text())
     assert 0.0 <= results["test"]["bleu"] <= 100.0
     assert results["dev"]["sentences"] == 4
-    for name in (rd.CONFIG, rd.BEST_MODEL, rd.LAST_MODEL, rd.TENSORBOARD,
-                 rd.SOURCE_VOCABULARY, rd.TARGET_VOCABULARY):  # fmt: skip
+    # A preset at the top, the training state beside it.
+    for name in ("metadata.json", "config.json", "translator.json",
+                 presets.WEIGHTS, *presets.VOCABULARIES.values(),
+                 rd.TRAINING_CONFIG, rd.LAST_WEIGHTS,
+                 rd.TENSORBOARD):  # fmt: skip
         assert (run_dir / name).exists(), name
-    config = json.loads((run_dir / rd.CONFIG).read_text())
+    config = json.loads((run_dir / rd.TRAINING_CONFIG).read_text())
     assert config["backend"] == os.environ.get("KERAS_BACKEND", "tensorflow")
-    model, source, target, _ = rd.load_run(run_dir)
+    model, source, target, _ = presets.load_preset(run_dir)
     assert model.target_vocabulary_size == target.vocabulary_size
     # The checkpoints hold what translation needs, not Adam's moments: the
     # backup kept those for the resume above.
-    for name in (rd.BEST_MODEL, rd.LAST_MODEL):
-        assert _saved_parts(run_dir / name) == ({"layers", "vars"}, False)
-
-
-def _saved_parts(path):
-    """The weight groups of a `.keras` file, and whether it is compiled."""
-    with zipfile.ZipFile(path) as archive:
-        config = json.loads(archive.read("config.json"))
-        with archive.open("model.weights.h5") as file:
-            with h5py.File(io.BytesIO(file.read()), "r") as weights:
-                groups = set(weights.keys())
-    return groups, bool(config.get("compile_config"))  # {} if uncompiled
+    for name in (presets.WEIGHTS, rd.LAST_WEIGHTS):
+        with h5py.File(run_dir / name, "r") as weights:
+            assert set(weights.keys()) == {"layers", "vars"}
+    keras_config = json.loads((run_dir / "config.json").read_text())
+    assert "compile_config" not in keras_config
 
 
 def test_different_config_in_same_run_dir_is_refused(tmp_path):
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     saved = resolve_config(None, [f"run_dir={run_dir}"])
-    (run_dir / rd.CONFIG).write_text(json.dumps(saved))
+    (run_dir / rd.TRAINING_CONFIG).write_text(json.dumps(saved))
     config = resolve_config(
         None, [f"run_dir={run_dir}", "training.batch_size=7"]
     )
@@ -186,7 +168,7 @@ def test_a_run_may_resume_on_other_devices(tmp_path):
     run_dir.mkdir()
     saved = resolve_config(None, [f"run_dir={run_dir}"])
     del saved["distribution"]  # a run from before [distribution] existed
-    (run_dir / rd.CONFIG).write_text(json.dumps(saved))
+    (run_dir / rd.TRAINING_CONFIG).write_text(json.dumps(saved))
     config = resolve_config(
         None,
         [f"run_dir={run_dir}", "distribution.strategy=mirrored",
@@ -200,7 +182,7 @@ def test_a_run_may_resume_with_another_xla_setting(tmp_path):
     run_dir.mkdir()
     saved = resolve_config(None, [f"run_dir={run_dir}"])
     del saved["training"]["jit_compile"]  # a run from before the key
-    (run_dir / rd.CONFIG).write_text(json.dumps(saved))
+    (run_dir / rd.TRAINING_CONFIG).write_text(json.dumps(saved))
     config = resolve_config(
         None, [f"run_dir={run_dir}", "training.jit_compile=false"]
     )
@@ -308,7 +290,7 @@ class _LearningRateAtEpoch(keras.callbacks.Callback):
         # After the built-in checkpoints of this epoch.
         self.saved = {
             name: (self.run_dir / name).read_bytes()
-            for name in (rd.BEST_MODEL, rd.LAST_MODEL)
+            for name in (presets.WEIGHTS, rd.LAST_WEIGHTS)
         }
 
 
@@ -333,7 +315,7 @@ def test_diverging_run_stops_and_keeps_its_checkpoints(tmp_path):
     assert steps_per_epoch >= 10  # the global step counts epoch 1's steps
     for name, content in diverge.saved.items():
         assert (run_dir / name).read_bytes() == content, name
-    model, _, _, _ = rd.load_run(run_dir, "last")
+    model, _, _, _ = presets.load_preset(run_dir, "last")
     assert all(np.isfinite(w).all() for w in model.get_weights())
     assert _epochs_logged(run_dir) == [0]
     # The backup of epoch 1's end stays for a resume (fit did not finish).
@@ -358,15 +340,15 @@ class _DiskFullAfterEpoch(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         self.saved = {
             name: (self.run_dir / name).read_bytes()
-            for name in (rd.BEST_MODEL, rd.LAST_MODEL)
+            for name in (presets.WEIGHTS, rd.LAST_WEIGHTS)
         }
 
         def full(model, filepath, **kwargs):
             with open(filepath, "wb") as file:
-                file.write(b"PK\x03\x04 half a zip")
+                file.write(b"\x89HDF half a file")
             raise OSError(errno.ENOSPC, "No space left on device")
 
-        self.monkeypatch.setattr(keras.Model, "save", full)
+        self.monkeypatch.setattr(keras.Model, "save_weights", full)
 
 
 def test_full_disk_stops_training_and_keeps_checkpoints(tmp_path, monkeypatch):
@@ -381,8 +363,8 @@ def test_full_disk_stops_training_and_keeps_checkpoints(tmp_path, monkeypatch):
     monkeypatch.undo()
     for name, content in disk.saved.items():
         assert (run_dir / name).read_bytes() == content, name
-    rd.load_run(run_dir, "best")
-    rd.load_run(run_dir, "last")
+    presets.load_preset(run_dir, "best")
+    presets.load_preset(run_dir, "last")
     assert not list(run_dir.glob(".tmp-*"))
 
 
@@ -392,7 +374,7 @@ def test_command_reports_faults_in_one_line(monkeypatch):
     args = parser.parse_args(["--distribution", "none", "--devices", "0"])
     for error in (
         FloatingPointError("Loss became nan at training step 12"),
-        CheckpointError(errno.ENOSPC, "Writing best.keras failed"),
+        CheckpointError(errno.ENOSPC, "Writing model.weights.h5 failed"),
     ):
 
         def fail(config, error=error):
@@ -481,7 +463,7 @@ def test_small_data_recipe_learns_the_reversal_task(tmp_path):
     results = json.loads((run_dir / rd.RESULTS).read_text())
     assert results["test"]["bleu"] >= 50.0, (bleu, results)
     assert results["dev"]["bleu"] >= 50.0
-    model, _, _, _ = rd.load_run(run_dir)
+    model, _, _, _ = presets.load_preset(run_dir)
     assert model.get_config()["tie_embeddings"] is True
 
 
@@ -497,7 +479,8 @@ class _EpochEndWeights(keras.callbacks.Callback):
 @pytest.mark.parametrize("selection", ["bleu", "loss"])
 def test_checkpoint_averaging(tmp_path, selection):
     """The mean of the last epochs' weights is scored on the selection
-    criterion and becomes best.keras only if it beats the best epoch."""
+    criterion and becomes the preset's weights only if it beats the best
+    epoch."""
     run_dir = tmp_path / "run"
     config = resolve_config(
         None,
@@ -534,7 +517,7 @@ def test_checkpoint_averaging(tmp_path, selection):
         ]
     else:
         expected = recorder.weights[logged.index(pick(logged))]
-    best = keras.saving.load_model(run_dir / rd.BEST_MODEL)
+    best, *_ = presets.load_preset(run_dir)
     for got, want in zip(best.get_weights(), expected, strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
 

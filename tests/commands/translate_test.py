@@ -46,7 +46,7 @@ def test_translate_command_refuses_invalid_utf8_before_loading_the_model(
     def load(*args, **kwargs):
         raise AssertionError("The model was loaded before the input.")
 
-    monkeypatch.setattr(Translator, "from_run_dir", load)
+    monkeypatch.setattr(Translator, "from_preset", load)
     path = tmp_path / "input.de"
     path.write_bytes(SOURCES[0].encode() + b"\n\nDas ist \xc3(\n")
     arguments = ["translate", str(run_dir), "--input", str(path)]

@@ -3,10 +3,10 @@ import pathlib
 import re
 
 import compare_models  # examples/, see conftest.py
-import keras
 import numpy as np
 import pytest
 
+from keras_bahdanau import presets
 from keras_bahdanau import run_directory as rd
 from keras_bahdanau.config import ConfigError
 from keras_bahdanau.config import resolve_config
@@ -55,7 +55,7 @@ def _check_rows(rows, architectures, output_dir):
     for row in rows:
         run_dir = output_dir / row["architecture"]
         assert row["run_dir"] == str(run_dir)
-        model = keras.saving.load_model(run_dir / rd.BEST_MODEL)
+        model, *_ = presets.load_preset(run_dir)
         assert row["parameters"] == model.count_params()
         assert row["epochs"] == 1
         assert 0 < row["train_seconds"] == row["seconds_per_epoch"]

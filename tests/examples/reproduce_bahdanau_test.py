@@ -10,6 +10,7 @@ import reproduce_bahdanau as reproduce  # examples/, see conftest.py
 import sacrebleu
 from matplotlib import image
 
+from keras_bahdanau import presets
 from keras_bahdanau import run_directory as rd
 from keras_bahdanau.config import ConfigError
 from keras_bahdanau.config import resolve_config
@@ -74,7 +75,7 @@ def _check_rows(rows, output_dir, steps):
     for row in rows:
         run_dir = output_dir / row["model"]
         assert row["run_dir"] == str(run_dir)
-        model = keras.saving.load_model(run_dir / rd.BEST_MODEL)
+        model, *_ = presets.load_preset(run_dir)
         assert row["parameters"] == model.count_params()
         assert row["steps"] == steps
         assert row["test"]["sentences"] == len(TEST_SOURCES)
@@ -136,8 +137,8 @@ def test_table_figures_and_resume(tmp_path, capsys):
     _check_outputs(output_dir, rows, capsys.readouterr().out)
     # Run again: nothing is trained or translated again.
     files = {
-        name: (_sessions(output_dir / name), (output_dir / name / rd.LAST_MODEL)
-               .stat().st_mtime_ns)
+        name: (_sessions(output_dir / name),
+               (output_dir / name / rd.LAST_WEIGHTS).stat().st_mtime_ns)
         for name in MODELS
     }  # fmt: skip
     again = reproduce.main(arguments)
@@ -145,7 +146,7 @@ def test_table_figures_and_resume(tmp_path, capsys):
     for name in MODELS:
         assert files[name] == (
             _sessions(output_dir / name),
-            (output_dir / name / rd.LAST_MODEL).stat().st_mtime_ns,
+            (output_dir / name / rd.LAST_WEIGHTS).stat().st_mtime_ns,
         )
     assert "trained and translated; read" in capsys.readouterr().err
 
@@ -268,7 +269,7 @@ def test_the_real_configuration_on_the_bible(tmp_path, capsys):
     for row in rows:
         assert row["steps"] == 2
         assert row["test"]["sentences"] == 8
-        config = rd.read_config(row["run_dir"])
+        config = rd.read_training_config(row["run_dir"])
         assert config["data"]["corpus"] == "bible_en_fr"
         assert config["tokenizer"]["kind"] == "word"
     saved = json.loads((output_dir / "table.json").read_text())

@@ -32,12 +32,12 @@ def test_dev_sentences_are_translated_whole_at_every_alpha(tmp_path):
         for i in range(200)
     ]
     overrides = reversal_corpus(tmp_path, sources)
-    config = json.loads((run_dir / run_directory.CONFIG).read_text())
+    config = json.loads((run_dir / run_directory.TRAINING_CONFIG).read_text())
     config["data"] = {
         **resolve_config(overrides=overrides)["data"],
         "max_length": MAX_LENGTH,  # The run's, below the sentences'.
     }
-    (run_dir / run_directory.CONFIG).write_text(json.dumps(config))
+    (run_dir / run_directory.TRAINING_CONFIG).write_text(json.dumps(config))
     with warnings.catch_warnings():
         # A source cut at the training limit would warn.
         warnings.filterwarnings("error", message=".*max_source_length")
