@@ -13,6 +13,7 @@ import os
 import pathlib
 import subprocess
 import sys
+import time
 import types
 
 import keras
@@ -211,11 +212,11 @@ def test_train_throughput_flop_count_is_the_traced_training_step(fit_run):
     np.testing.assert_allclose(
         line["flop_per_token"], counted / line["tokens_per_step"], atol=0.5
     )
+    # The traced FLOPs of a step over the median of the step times the
+    # line lists (rounded to 0.1 ms; the figure to 1e-4 TFLOP/s).
+    step_s = np.median(line["step_times_ms"]) / 1e3
     np.testing.assert_allclose(
-        line["achieved_tflops"],
-        line["flop_per_token"] * line["tokens_per_s"] / 1e12,
-        rtol=1e-2,
-        atol=1e-4,
+        line["achieved_tflops"], counted / step_s / 1e12, rtol=2e-2, atol=5e-5
     )
 
 
@@ -559,6 +560,7 @@ def test_pervasive_attention_flop_count_of_tied_and_reduced_models(
 
 def test_serving_latency_serves_each_export_from_tensorflow_alone():
     """Exports on the current backend; the loader imports TensorFlow only."""
+    started = time.perf_counter()
     lines = _run(
         "serving_latency.py",
         "--preset=rnnsearch_tiny",
@@ -583,11 +585,9 @@ def test_serving_latency_serves_each_export_from_tensorflow_alone():
         # EOS only at the last of 3 steps: 2 words per translation.
         assert line["translation_words_per_sentence"] == 2
         assert len(line["latency_ms_all"]) == 2
-        assert line["latency_ms"] == pytest.approx(
-            np.median(line["latency_ms_all"]), abs=1e-3
-        )
-        np.testing.assert_allclose(
-            line["sentences_per_s"],
-            line["batch_size"] / (line["latency_ms"] / 1e3),
-            rtol=1e-2,
-        )
+        # No request answers faster than a TensorFlow call can (50 us).
+        assert min(line["latency_ms_all"]) > 0.05
+    # Against this process's clock: the timed requests of every line fit
+    # in the script's wall time (latencies in ms, not us).
+    timed_s = sum(sum(line["latency_ms_all"]) for line in lines) / 1e3
+    assert timed_s < time.perf_counter() - started
