@@ -4,4 +4,6 @@ from keras_bahdanau.layers.attention_gru_cell import AttentionGRUCell
 from keras_bahdanau.layers.bidirectional_rnn import BidirectionalRNN
 from keras_bahdanau.layers.context_gru_cell import ContextGRUCell
 from keras_bahdanau.layers.maxout_dense import MaxoutDense
+from keras_bahdanau.layers.projected_gru_cell import ProjectedGRUCell
+from keras_bahdanau.layers.projected_rnn import ProjectedRNN
 from keras_bahdanau.layers.reversible_embedding import ReversibleEmbedding

@@ -158,12 +158,18 @@ class AdditiveAttention(keras.layers.Layer):
         single_step = len(query.shape) == 2
         if single_step:
             query = ops.expand_dims(query, 1)  # (batch, dq) -> (batch, 1, dq)
-        projected_query = ops.matmul(query, self.query_kernel)  # (b, Tq, n)
+        # The weights in the compute dtype: a decoder step calls this
+        # method directly, outside `__call__`'s autocasting.
+        projected_query = ops.matmul(
+            query, ops.cast(self.query_kernel, self.compute_dtype)
+        )  # (b, Tq, n)
         score = (
             _rematerialized_alignment_scores if training else alignment_scores
         )
         scores = score(  # (b, Tq, Tv)
-            projected_query, keys, ops.convert_to_tensor(self.score_vector)
+            projected_query,
+            keys,
+            ops.cast(self.score_vector, self.compute_dtype),
         )
         # The softmax runs in float32 even under mixed precision.
         scores = ops.cast(scores, "float32")

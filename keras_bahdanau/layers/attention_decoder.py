@@ -1,6 +1,7 @@
 import keras
 
 from keras_bahdanau.layers.attention_gru_cell import AttentionGRUCell
+from keras_bahdanau.layers.projected_rnn import ProjectedRNN
 
 
 @keras.saving.register_keras_serializable(package="keras_bahdanau")
@@ -8,9 +9,9 @@ class AttentionDecoder(keras.layers.Layer):
     """Runs `AttentionGRUCell` over a target sequence with `keras.layers.RNN`.
 
     Computes the keys `U_a h_j` (A.1.2) and the context terms `C h_j` once
-    per sentence and the input terms `W E y_{i-1}` of all steps in one
-    product (`AttentionGRUCell.precompute` and `project_inputs`), then runs
-    the recurrence over the steps starting from `s_0`.
+    per sentence (`AttentionGRUCell.precompute`), then runs the recurrence
+    over the steps starting from `s_0` in a `ProjectedRNN`, which computes
+    the input terms `W E y_{i-1}` of all steps in one product.
 
     The loop runs without a target mask: padded target positions come after
     every real one, so they cannot change a real position's output, and the
@@ -66,7 +67,7 @@ class AttentionDecoder(keras.layers.Layer):
             name="cell",
             **cell_kwargs,
         )
-        self.rnn = keras.layers.RNN(
+        self.rnn = ProjectedRNN(
             self.cell,
             return_sequences=True,
             dtype=self.dtype_policy,
@@ -79,10 +80,7 @@ class AttentionDecoder(keras.layers.Layer):
     def call(self, inputs, annotations, initial_state, source_mask):
         self.cell.set_memory(self.cell.precompute(annotations, source_mask))
         try:
-            outputs = self.rnn(
-                self.cell.project_inputs(inputs),  # (b, Ty, m) -> (b, Ty, 3n)
-                initial_state=[initial_state],
-            )
+            outputs = self.rnn(inputs, initial_state=[initial_state])
         finally:
             self.cell.clear_memory()
         return outputs

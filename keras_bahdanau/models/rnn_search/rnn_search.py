@@ -6,6 +6,8 @@ from keras import ops
 from keras_bahdanau.initializers import BlockOrthogonal
 from keras_bahdanau.initializers import paper_initializers
 from keras_bahdanau.layers.attention_decoder import AttentionDecoder
+from keras_bahdanau.layers.projected_gru_cell import ProjectedGRUCell
+from keras_bahdanau.layers.projected_rnn import ProjectedRNN
 from keras_bahdanau.models.rnn_search.presets import RNN_SEARCH_PRESETS
 from keras_bahdanau.models.translation_model import RNNTranslationModel
 from keras_bahdanau.validation import check_int
@@ -27,10 +29,12 @@ class RNNSearch(RNNTranslationModel):
     form of eq. (4) in the main text.
 
     The encoder GRU follows the paper (`reset_after=False`, the reset gate
-    applied before the recurrent product); `reset_after=True` gives the cuDNN
-    form, faster on GPUs. Keras's GRU keeps `z` of the old state where the
-    paper keeps `1 - z`; with `z_keras = 1 - z_paper` the two are the same
-    function, and the tests check the paper's equations with that mapping.
+    applied before the recurrent product), in a `ProjectedRNN` that
+    multiplies the inputs of all steps at once; `reset_after=True` gives
+    the cuDNN form, faster on GPUs (`keras.layers.GRU`). Keras's GRU keeps
+    `z` of the old state where the paper keeps `1 - z`; with `z_keras = 1 -
+    z_paper` the two are the same function, and the tests check the paper's
+    equations with that mapping.
 
     Initialization (`initialization="paper"`, appendix B.1): weight matrices
     N(0, 0.01^2), `W_a` and `U_a` N(0, 0.001^2), orthogonal recurrent
@@ -127,17 +131,26 @@ class RNNSearch(RNNTranslationModel):
         # === Layers === (attached to `self` by `RNNTranslationModel`)
         layers = types.SimpleNamespace()
         layers.source_embedding = self._embedding("source", config, init)
-        layers.encoder = keras.layers.Bidirectional(
-            keras.layers.GRU(
-                n,
+        gru_arguments = {
+            "reset_after": reset_after,
+            "recurrent_dropout": recurrent_dropout,
+            "kernel_initializer": init["kernel"],
+            "recurrent_initializer": BlockOrthogonal(),
+            "dtype": dtype,
+        }
+        if reset_after:  # keras.layers.GRU: cuDNN's kernel on a GPU.
+            gru = keras.layers.GRU(
+                n, return_sequences=True, return_state=True, **gru_arguments
+            )
+        else:  # The same weights, the input products out of the loop.
+            gru = ProjectedRNN(
+                ProjectedGRUCell(n, **gru_arguments),
                 return_sequences=True,
                 return_state=True,
-                reset_after=reset_after,
-                recurrent_dropout=recurrent_dropout,
-                kernel_initializer=init["kernel"],
-                recurrent_initializer=BlockOrthogonal(),
                 dtype=dtype,
-            ),
+            )
+        layers.encoder = keras.layers.Bidirectional(
+            gru,
             merge_mode="concat",
             dtype=dtype,
             name="encoder",
