@@ -57,7 +57,6 @@ from keras_bahdanau import records
 
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 OPTIMIZERS = ("adam", "adadelta")
-JIT_COMPILE = {"auto": "auto", "true": True, "false": False}
 BOS_ID = 2
 FIRST_WORD_ID = 4  # ids 0-3 are reserved: padding, unknown, begin, end
 
@@ -94,10 +93,10 @@ def parse_arguments(argv=None):
     )
     parser.add_argument(
         "--jit-compile",
-        choices=sorted(JIT_COMPILE),
+        choices=("auto", "true", "false"),
         default="auto",
-        help="passed to model.compile (auto: XLA on JAX, and on TensorFlow "
-        "only with a GPU)",
+        help="as a config's training.jit_compile (auto: XLA on JAX and "
+        "TensorFlow, not on torch)",
     )
     parser.add_argument(
         "--loop",
@@ -317,6 +316,7 @@ def time_keras(args, sizes, between_rounds=None):
 
     from keras_bahdanau.models import RNNSearch
     from keras_bahdanau.training import MaskedSparseCategoricalCrossentropy
+    from keras_bahdanau.training import jit_compile_argument
     from keras_bahdanau.training import make_optimizer
 
     keras.utils.set_random_seed(args.seed)
@@ -331,7 +331,7 @@ def time_keras(args, sizes, between_rounds=None):
     model.compile(
         optimizer=make_optimizer(args.optimizer),
         loss=MaskedSparseCategoricalCrossentropy(),
-        jit_compile=JIT_COMPILE[args.jit_compile],
+        jit_compile=jit_compile_argument(args.jit_compile),
     )
     source_ids, target_ids, labels = random_batch(sizes, args)
     inputs = {"source_ids": source_ids, "target_ids": target_ids}

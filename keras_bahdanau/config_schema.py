@@ -77,9 +77,9 @@ DEFAULTS = {
         "max_minutes": 0.0,
         "batch_size": 32,
         "precision": "float32",  # or "mixed_float16", "mixed_bfloat16"
-        # XLA for the train step: "auto" is Keras's choice (on for JAX and
-        # for TensorFlow on a GPU, off for TensorFlow on a CPU and for
-        # torch, where "true" means torch.compile); "true" or "false".
+        # XLA for the train step: "auto" is on for JAX and TensorFlow (off
+        # under the mirrored strategy) and off for torch, where "true"
+        # means torch.compile (training.jit_compile_argument).
         "jit_compile": "auto",
         # "bleu": the best checkpoint, early stopping and learning-rate
         # decay follow dev BLEU; "loss": dev loss.

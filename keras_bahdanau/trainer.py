@@ -119,8 +119,8 @@ def train(config, callbacks=()):
     from keras_bahdanau.evaluation import evaluate_run
     from keras_bahdanau.models.factory import build_model
     from keras_bahdanau.preprocessor import TranslationPreprocessor
-    from keras_bahdanau.training import JIT_COMPILE
     from keras_bahdanau.training import compile_model
+    from keras_bahdanau.training import jit_compile_argument
     from keras_bahdanau.training import make_optimizer
     from keras_bahdanau.translator import Translator
 
@@ -189,7 +189,7 @@ def train(config, callbacks=()):
             model,
             optimizer,
             label_smoothing=training["label_smoothing"],
-            jit_compile=JIT_COMPILE[training["jit_compile"]],
+            jit_compile=jit_compile_argument(training["jit_compile"], strategy),
             **kdist.compile_arguments(plan),
         )
         # BackupAndRestore needs a built model and optimizer.

@@ -46,15 +46,19 @@ class MaskedSparseCategoricalCrossentropy(keras.losses.Loss):
     def call(self, y_true, y_pred):
         y_true = ops.cast(y_true, "int32")
         mask = ops.cast(ops.not_equal(y_true, PAD_ID), "float32")
-        logits = ops.cast(y_pred, "float32")
-        losses = ops.sparse_categorical_crossentropy(
-            y_true, logits, from_logits=True
+        logits = ops.cast(y_pred, "float32")  # (batch, Ty, V)
+        # -log p_y = logsumexp(z) - z_y and -mean_k log p_k =
+        # logsumexp(z) - mean_k z_k: one logsumexp and a gather of z_y.
+        # The backends' sparse cross-entropy builds a one-hot (batch, Ty,
+        # V) target instead, 1.4x (JAX) to 4x (torch) slower with its
+        # gradient (benchmarks/README.md, "Optimisations tried").
+        label_logits = ops.squeeze(
+            ops.take_along_axis(logits, y_true[..., None], axis=-1), -1
         )  # (batch, Ty)
-        if self.label_smoothing:
-            # -mean_k log p_k = logsumexp(z) - mean_k z_k, per position.
-            uniform = ops.logsumexp(logits, axis=-1) - ops.mean(logits, -1)
-            eps = self.label_smoothing
-            losses = (1.0 - eps) * losses + eps * uniform
+        eps = self.label_smoothing
+        losses = ops.logsumexp(logits, axis=-1) - (1.0 - eps) * label_logits
+        if eps:
+            losses = losses - eps * ops.mean(logits, axis=-1)
         # One scalar per batch: the base class's mean over it is a no-op.
         return ops.sum(losses * mask) / ops.maximum(ops.sum(mask), 1.0)
 
@@ -86,8 +90,34 @@ class MaskedTokenAccuracy(keras.metrics.Metric):
 
 
 OPTIMIZERS = ("adadelta", "adam")
-# `model.compile`'s `jit_compile` by the name a config gives it.
-JIT_COMPILE = {"auto": "auto", "true": True, "false": False}
+# The settings of a config's `training.jit_compile`.
+JIT_COMPILE = ("auto", "true", "false")
+
+
+def jit_compile_argument(setting, strategy=None):
+    """`model.compile`'s `jit_compile` for a `training.jit_compile` setting.
+
+    `"auto"` is XLA on JAX and on TensorFlow, on a CPU too: Keras's own
+    `"auto"` leaves TensorFlow's CPU without XLA, where the train step of
+    the main job ran 1.3x slower (benchmarks/README.md). Under a
+    `tf.distribute` strategy (`strategy="mirrored"`) and on torch it stays
+    Keras's choice (off; on torch `True` means `torch.compile`, which
+    compiled for 45 s and was not faster). `"true"` and `"false"` force it.
+
+    Args:
+        setting: `"auto"`, `"true"` or `"false"`.
+        strategy: the config's `distribution.strategy`, or None.
+    """
+    if setting not in JIT_COMPILE:
+        raise ValueError(
+            f"`jit_compile` must be one of {JIT_COMPILE}. Received: {setting!r}"
+        )
+    if setting != "auto":
+        return setting == "true"
+    backend = keras.backend.backend()
+    if backend in ("jax", "tensorflow") and strategy != "mirrored":
+        return True
+    return "auto"
 
 
 class _SummedSparseGradients:

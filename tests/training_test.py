@@ -7,6 +7,7 @@ import pytest
 
 from keras_bahdanau.training import MaskedSparseCategoricalCrossentropy
 from keras_bahdanau.training import MaskedTokenAccuracy
+from keras_bahdanau.training import jit_compile_argument
 from keras_bahdanau.training import make_optimizer
 from tests.numpy_reference import to_numpy
 
@@ -134,3 +135,17 @@ def test_label_smoothing_against_numpy():
     )
     with pytest.raises(ValueError, match="label_smoothing=1.0"):
         MaskedSparseCategoricalCrossentropy(label_smoothing=1.0)
+
+
+def test_jit_compile_argument():
+    backend = keras.backend.backend()
+    # XLA by default where it compiles the train step: JAX and TensorFlow,
+    # on a CPU too; torch stays eager unless asked.
+    expected = True if backend in ("jax", "tensorflow") else "auto"
+    assert jit_compile_argument("auto") == expected
+    # Keras turns XLA off under tf.distribute; "auto" leaves it to Keras.
+    assert jit_compile_argument("auto", "mirrored") == "auto"
+    assert jit_compile_argument("true") is True
+    assert jit_compile_argument("false") is False
+    with pytest.raises(ValueError, match="'yes'"):
+        jit_compile_argument("yes")

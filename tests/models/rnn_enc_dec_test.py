@@ -151,12 +151,13 @@ def test_keras_round_trip(tmp_path):
 
 def test_learns_to_reverse():
     # One fixed vector must hold the whole source: shorter sentences than
-    # RNNSearch's test, more epochs.
+    # RNNSearch's test, more epochs. After 6, seeds and float rounding gave
+    # 0.94 to 0.99; after 8, 0.962 to 0.98 (4 seeds, 3 backends).
     x, y, x_dev, y_dev = reversal_task(max_length=5)
     model = RNNEncDec(14, 14, embedding_dim=32, hidden_dim=128, maxout_dim=32,
                       initialization="glorot")  # fmt: skip
     compile_model(model, "adam", learning_rate=0.003)
-    model.fit(x, y, batch_size=32, epochs=6, verbose=0)
+    model.fit(x, y, batch_size=32, epochs=8, verbose=0)
     _, accuracy = model.evaluate(x_dev, y_dev, verbose=0)
     assert accuracy >= 0.95
 

@@ -176,8 +176,11 @@ def test_learns_to_reverse():
     x, y, x_dev, y_dev = reversal_task()
     model = RNNSearch(14, 14, embedding_dim=32, hidden_dim=64, maxout_dim=32,
                       initialization="glorot")  # fmt: skip
-    compile_model(model, "adam", learning_rate=0.01)
-    model.fit(x, y, batch_size=32, epochs=2, verbose=0)
+    # At a learning rate of 0.01, runs that differed only in float rounding
+    # (the order of a sum) ended anywhere from 0.87 to 1.0; at 0.005 for 3
+    # epochs, 0.998 to 1.0 (4 seeds, 3 backends).
+    compile_model(model, "adam", learning_rate=0.005)
+    model.fit(x, y, batch_size=32, epochs=3, verbose=0)
     _, accuracy = model.evaluate(x_dev, y_dev, verbose=0)
     assert accuracy >= 0.95
 
