@@ -26,6 +26,9 @@ DEFAULTS = {
         # Training batches hold pairs padded to the same multiple of this
         # many tokens (data.make_dataset).
         "bucket_width": 10,
+        # N > 0: instead, to the N widths that pad the training pairs least
+        # (data.bucket_widths), the widest max_length + 1; dev alike.
+        "buckets": 0,
         "max_train_pairs": 0,  # 0: all
         # ding_de_en: add up to N of the dictionary's term pairs for the
         # training sentences' words (data.ding.ding_terms); 0: none.
@@ -245,6 +248,7 @@ _OFF_OR_SEVERAL = (lambda value: value == 0 or value >= 2, "0 (off) or >= 2")
 RANGES = {
     "data.max_length": _POSITIVE,
     "data.bucket_width": _POSITIVE,
+    "data.buckets": (lambda value: value >= 0, "0 (bucket_width) or positive"),
     "data.max_train_pairs": _ALL_OR_POSITIVE,
     "data.dictionary_pairs": _OFF_OR_POSITIVE,
     "training.epochs": _POSITIVE,

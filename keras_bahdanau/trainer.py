@@ -149,6 +149,7 @@ def train(config, callbacks=()):
         *_tokenizers(run_dir, config, splits["train"], resuming)
     )
     datasets = {}
+    buckets = config["data"]["buckets"] or None  # dev: train's widths
     for split in ("train", "dev"):
         # The report is printed below; make_dataset's warning of the same
         # text (for library users) would say it twice.
@@ -164,7 +165,9 @@ def train(config, callbacks=()):
                 # The pairs left over differ each epoch (reshuffled).
                 drop_remainder=split == "train",
                 bucket_width=config["data"]["bucket_width"],
+                buckets=buckets,
             )
+        buckets = buckets and list(report.bucket_widths)
         print(f"[{split}] {report}")
 
     sizes = [tokenizer.vocabulary_size for tokenizer in preprocessor.tokenizers]

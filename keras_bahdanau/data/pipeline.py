@@ -38,6 +38,7 @@ class DatasetReport:
         grid_padding: fraction of the `(target, source)` position pairs
             that hold padding on either side: the padded cells of
             Pervasive Attention's grid.
+        bucket_widths: the widths the batches are padded to.
     """
 
     num_pairs: int
@@ -51,6 +52,7 @@ class DatasetReport:
     source_padding: float = 0.0
     target_padding: float = 0.0
     grid_padding: float = 0.0
+    bucket_widths: tuple = ()
 
     def __str__(self):
         return (
@@ -77,6 +79,7 @@ def make_dataset(
     bucket=True,
     bucket_width=10,
     drop_remainder=False,
+    buckets=None,
 ):
     """Tokenizes sentence pairs into padded, length-bucketed batches.
 
@@ -90,9 +93,11 @@ def make_dataset(
     Batches are bucketed by length, like the paper's minibatches sorted by
     length (Bahdanau et al., 2015, appendix B): a pair is padded to the
     smallest multiple of `bucket_width` that holds it, at most to
-    `max_length + 1` (the only width with `bucket=False`). The few
-    distinct shapes keep XLA (JAX, TF with `jit_compile`) from compiling
-    often.
+    `max_length + 1` (the only width with `bucket=False`), or, with
+    `buckets=N`, to the smallest of the `N` widths that pad these pairs
+    least (`bucket_widths`; `report.bucket_widths` holds them, to batch
+    the dev pairs alike). The few distinct shapes keep XLA (JAX, TF with
+    `jit_compile`) from compiling often.
 
     Args:
         pairs: list of `(source, target)` string tuples.
@@ -108,6 +113,11 @@ def make_dataset(
         bucket_width: width of the length buckets, in tokens.
         drop_remainder: whether to drop the last, smaller batch (of each
             bucket), for a fixed batch size.
+        buckets: None (the multiples of `bucket_width`), an int `N`
+            (the `N` widths that pad these pairs to the fewest positions,
+            the widest `max_length + 1`), or a list of widths (e.g. the
+            training set's `report.bucket_widths`; `max_length + 1` is
+            added if no width holds every pair).
 
     Returns:
         A tuple `(dataset, report)`: the prefetched `tf.data.Dataset`, with
@@ -151,11 +161,19 @@ def make_dataset(
     targets = tf.gather(targets, kept)
     # Decoder inputs and labels are one longer than the target sentence.
     padded_length = int(limit) + 1
-    below = range(bucket_width, padded_length, bucket_width) if bucket else ()
-    widths = [*below, padded_length]
+    lengths = np.maximum(source_lengths[kept], target_lengths[kept] + 1)
+    if not bucket:
+        widths = [padded_length]
+    elif buckets is None:
+        widths = [*range(bucket_width, padded_length, bucket_width)]
+        widths.append(padded_length)
+    elif isinstance(buckets, int):
+        # The widest is `max_length + 1`, so any pair fits (e.g. dev's).
+        widths = bucket_widths(np.append(lengths, padded_length), buckets)
+    else:
+        widths = _checked_widths(buckets, padded_length)
     # Each pair has a fixed bucket, so the number of batches is known in
     # advance (Keras then knows the steps per epoch).
-    lengths = np.maximum(source_lengths[kept], target_lengths[kept] + 1)
     bucket_sizes = np.bincount(np.searchsorted(widths, lengths))
     rounding = np.floor if drop_remainder else np.ceil
     num_batches = int(rounding(bucket_sizes / batch_size).sum())
@@ -182,6 +200,7 @@ def make_dataset(
         grid_padding=float(
             1 - (source_kept * target_kept).sum() / (padded**2).sum()
         ),
+        bucket_widths=tuple(int(width) for width in widths),
     )
     if report.num_too_long or report.num_empty:
         warnings.warn(f"make_dataset: {report}", stacklevel=2)
@@ -215,6 +234,72 @@ def make_dataset(
     )
     dataset = dataset.map(_to_model_inputs)
     return dataset.prefetch(tf.data.AUTOTUNE), report
+
+
+def bucket_widths(lengths, count):
+    """The `count` widths that pad `lengths` to the fewest positions.
+
+    A length is padded to the smallest width that holds it; the widest is
+    the longest length. Exact, by dynamic programming over the distinct
+    lengths: `cost[k][j]`, the fewest positions of the lengths up to the
+    `j`-th distinct one in `k` buckets, is the least over `i < j` of
+    `cost[k - 1][i]` plus the `j`-th length times the number of lengths
+    after the `i`-th up to the `j`-th.
+
+    Args:
+        lengths: int array, one padded length per pair (> 0). Appending
+            a length `L` longer than all makes `L` the widest width: it
+            adds `L` positions whatever the other widths, so they stay
+            the best for the real lengths.
+        count: int >= 1, the most widths (fewer when there are fewer
+            distinct lengths).
+
+    Returns:
+        The widths, a sorted list of ints.
+
+    Example:
+
+    >>> bucket_widths(np.array([3, 3, 4, 9, 10, 10]), 2)
+    [4, 10]
+    """
+    check_int("count", count)
+    values, counts = np.unique(np.asarray(lengths), return_counts=True)
+    before = np.concatenate([[0], np.cumsum(counts)])  # pairs below each
+    size = len(values)
+    count = min(count, size)
+    # cost[j]: the fewest positions of the first j distinct lengths so far.
+    cost = np.full(size + 1, np.inf)
+    cost[0] = 0.0
+    choices = []
+    for _ in range(count):
+        # (i, j): the bucket of lengths i .. j - 1, padded to values[j - 1].
+        bucket = values[None, :] * (before[None, 1:] - before[:-1, None])
+        total = np.where(
+            np.tri(size, size, dtype=bool).T, cost[:-1, None] + bucket, np.inf
+        )  # (i, j - 1)
+        choices.append(np.argmin(total, axis=0))
+        cost = np.concatenate([[0.0], np.min(total, axis=0)])
+    # Walk back from the longest length through the chosen bucket starts.
+    widths, end = [], size
+    for choice in reversed(choices):
+        widths.append(int(values[end - 1]))
+        end = int(choice[end - 1])
+    return sorted(widths)
+
+
+def _checked_widths(widths, padded_length):
+    """`widths` sorted, with `padded_length` if none holds every pair."""
+    widths = sorted(set(widths))
+    if not widths or not all(
+        isinstance(w, int | np.integer) and w > 0 for w in widths
+    ):
+        raise ValueError(
+            "`buckets` must be None, a positive int or a list of positive "
+            f"int widths. Received: buckets={widths!r}"
+        )
+    if widths[-1] < padded_length:
+        widths.append(padded_length)
+    return widths
 
 
 def _add_bos_and_eos(source, target):

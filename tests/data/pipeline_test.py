@@ -1,3 +1,5 @@
+import itertools
+
 import keras
 import numpy as np
 import pytest
@@ -120,6 +122,67 @@ def test_bucketing_reduces_padding(data):
         40,
         41,
     }
+
+
+def _fewest_positions(lengths, count):
+    """The least padded positions of `lengths` in `count` widths, by
+    trying every choice of widths among the lengths."""
+    values = sorted(set(lengths))
+    best = None
+    for inner in itertools.combinations(
+        values[:-1], min(count, len(values)) - 1
+    ):
+        widths = [*inner, values[-1]]
+        total = sum(min(w for w in widths if w >= n) for n in lengths)
+        best = total if best is None else min(best, total)
+    return best
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_bucket_widths_pad_least(seed):
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(1, 16, size=int(rng.integers(1, 40)))
+    for count in (1, 2, 3, 5):
+        widths = pipeline.bucket_widths(lengths, count)
+        assert widths == sorted(widths) and widths[-1] == lengths.max()
+        assert len(widths) <= count
+        total = sum(min(w for w in widths if w >= n) for n in lengths)
+        assert total == _fewest_positions(lengths.tolist(), count)
+
+
+def test_buckets_from_the_data_and_reused(data):
+    pairs, source_tokenizer, target_tokenizer = data
+    dataset, report = pipeline.make_dataset(
+        pairs, source_tokenizer, target_tokenizer, 16, 40, seed=1, buckets=3
+    )
+    widths = report.bucket_widths
+    # Three widths, the widest max_length + 1; each pair in the narrowest
+    # that holds it.
+    assert len(widths) == 3 and widths[-1] == 41
+    for x, t, _ in collect(dataset):
+        longest = max(
+            int(np.sum(x != PAD_ID, 1).max()), int(np.sum(t != PAD_ID, 1).max())
+        )
+        assert x.shape[1] in widths
+        assert x.shape[1] == min(w for w in widths if w >= longest)
+    # As many widths as the multiples of 10, and no more padding.
+    _, tens = batched(data, True, 10)
+    _, five = pipeline.make_dataset(
+        pairs, source_tokenizer, target_tokenizer, 16, 40, buckets=5
+    )
+    assert len(five.bucket_widths) == len(tens.bucket_widths) == 5
+    assert five.source_padding <= tens.source_padding
+    # Other pairs (dev) batched with these widths.
+    dev, dev_report = pipeline.make_dataset(
+        make_pairs(40, seed=1), source_tokenizer, target_tokenizer, 16, 40,
+        buckets=list(widths),
+    )  # fmt: skip
+    assert dev_report.bucket_widths == widths
+    assert {x.shape[1] for x, _, _ in collect(dev)} <= set(widths)
+    with pytest.raises(ValueError, match="buckets"):
+        pipeline.make_dataset(
+            pairs, source_tokenizer, target_tokenizer, buckets=[0, 10]
+        )
 
 
 def test_drop_remainder_gives_full_batches(data):
