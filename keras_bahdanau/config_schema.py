@@ -75,8 +75,8 @@ DEFAULTS = {
         "clipnorm": 1.0,
         "label_smoothing": 0.1,
         "epochs": 10,
-        # Wall-clock budget of training, in minutes (0: none): no epoch is
-        # begun that would likely end past it (callbacks.TimeBudget).
+        # Wall-clock budget of training, in minutes (0: none), spent to its
+        # end: the last epoch is cut short if need be (callbacks.TimeBudget).
         "max_minutes": 0.0,
         "batch_size": 32,
         "precision": "float32",  # or "mixed_float16", "mixed_bfloat16"

@@ -348,59 +348,97 @@ def test_average_weights_is_the_element_wise_mean(tmp_path):
         average_weights(model, [])
 
 
-class _Clock:
-    """A clock that advances `seconds[i]` during epoch i (0-based)."""
+class _Clock(keras.callbacks.Callback):
+    """A fake clock that training advances: `batch` seconds a batch and
+    `end` seconds at each epoch end (validation, dev translation)."""
 
-    def __init__(self, seconds):
-        self.seconds, self.now, self.calls = seconds, 0.0, 0
+    def __init__(self, batch, end):
+        super().__init__()
+        self.batch, self.end, self.now = batch, end, 0.0
 
     def __call__(self):
-        # TimeBudget reads the clock at each epoch's begin and end.
-        if self.calls % 2:
-            self.now += self.seconds[self.calls // 2]
-        self.calls += 1
         return self.now
 
+    def on_train_batch_end(self, batch, logs=None):
+        self.now += self.batch
 
-def _fit_with_budget(path, seconds, minutes, initial_epoch=0):
-    budget = TimeBudget(path, minutes, clock=_Clock(seconds))
+    def on_epoch_end(self, epoch, logs=None):
+        self.now += self.end
+
+
+def _fit_with_budget(path, minutes, batch, end, epochs=10, initial_epoch=0):
+    """Fits on 12 pairs, 3 batches an epoch; returns the batches run per
+    epoch and the callback."""
+    clock = _Clock(batch, end)
+    budget = TimeBudget(path, minutes, save_every=15, clock=clock)
+    batches = {}
+
+    class Count(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            batches[self.epoch] = batch + 1
+
+        def on_epoch_begin(self, epoch, logs=None):
+            self.epoch = epoch
+
     x, y = _data()
-    history = _model().fit(
-        x, y, batch_size=4, epochs=10, initial_epoch=initial_epoch,
-        callbacks=[budget], verbose=0,
+    _model().fit(
+        x[:12], y[:12], batch_size=4, epochs=epochs,
+        initial_epoch=initial_epoch, callbacks=[clock, Count(), budget],
+        verbose=0,
     )  # fmt: skip
-    return len(history.epoch), budget
+    return batches, budget
 
 
-def test_time_budget_stops_before_an_epoch_past_it(tmp_path):
+def test_time_budget_is_spent_to_its_end(tmp_path, capsys):
     path = tmp_path / "epoch_times.json"
-    # 30 s, then 20 s epochs; 90 s of budget: after 70 s another epoch
-    # would end at 90 (allowed), after 90 at 110 (stop).
-    epochs, budget = _fit_with_budget(path, [30, 20, 20, 20, 20], 1.5)
-    assert epochs == 4 and budget.stopped_epoch == 3
-    assert json.loads(path.read_text()) == {"0": 30, "1": 20, "2": 20, "3": 20}
+    # 10 s a batch, 5 s an epoch end, 3 batches: 35 s an epoch. 90 s: two
+    # epochs (70 s), then the third ends after its first batch (80 s,
+    # whose end brings it to the budget: 85 s of epochs and its end).
+    batches, budget = _fit_with_budget(path, 1.5, 10, 5)
+    assert batches == {0: 3, 1: 3, 2: 1} and budget.stopped_epoch == 2
+    assert json.loads(path.read_text()) == {"0": 35, "1": 35, "2": 15}
+    assert "ending epoch 3 after batch 1" in capsys.readouterr().out
 
 
-def test_time_budget_counts_the_epochs_of_a_killed_run(tmp_path):
+def test_time_budget_begins_no_epoch_for_its_end_alone(tmp_path, capsys):
+    # 10 s a batch, 20 s an epoch end: 50 s an epoch. After two (100 s),
+    # 30 s are left, less than two epoch ends: no third epoch.
+    batches, budget = _fit_with_budget(tmp_path / "t.json", 130 / 60, 10, 20)
+    assert batches == {0: 3, 1: 3} and budget.stopped_epoch == 1
+    assert "stopping after epoch 2" in capsys.readouterr().out
+
+
+def test_time_budget_counts_the_time_of_a_killed_run(tmp_path):
     path = tmp_path / "epoch_times.json"
-    # Epochs 0-2 ran in an earlier process; epoch 2 is repeated (the kill
-    # came before its backup) and its entry replaced.
-    path.write_text(json.dumps({"0": 30, "1": 20, "2": 25}))
-    epochs, budget = _fit_with_budget(path, [20, 20, 20], 1.5, 2)
-    assert epochs == 2 and budget.stopped_epoch == 3
-    assert json.loads(path.read_text()) == {"0": 30, "1": 20, "2": 20, "3": 20}
+    # Epochs 0-1 ran in an earlier process, and 12 s of epoch 2 before the
+    # kill: they count. Epoch 2 then ends after 2 batches (12 + 20 + the
+    # 5 s end = 37 s; 35 + 35 + 37 = 107 s of 110).
+    path.write_text(json.dumps({"0": 35, "1": 35, "2": 12}))
+    batches, budget = _fit_with_budget(path, 110 / 60, 10, 5, initial_epoch=2)
+    assert batches == {2: 2} and budget.stopped_epoch == 2
+    assert json.loads(path.read_text()) == {"0": 35, "1": 35, "2": 37}
 
 
-def test_time_budget_says_nothing_at_the_last_epoch(tmp_path, capsys):
-    budget = TimeBudget(tmp_path / "t.json", 0.5, clock=_Clock([40, 40]))
+def test_time_budget_writes_its_seconds_within_an_epoch(tmp_path):
+    path = tmp_path / "epoch_times.json"
+    seen = []
+
+    class Read(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            if path.is_file():
+                seen.append(json.loads(path.read_text()))
+
+    clock = _Clock(10, 5)
+    budget = TimeBudget(path, 60, save_every=15, clock=clock)
     x, y = _data()
-    _model().fit(x, y, batch_size=4, epochs=2, callbacks=[budget], verbose=0)
-    assert budget.stopped_epoch == 0 and "stopping after epoch 1" in (
-        capsys.readouterr().out
-    )
-    budget = TimeBudget(tmp_path / "u.json", 0.5, clock=_Clock([5, 40]))
-    _model().fit(x, y, batch_size=4, epochs=2, callbacks=[budget], verbose=0)
-    assert budget.stopped_epoch is None and not capsys.readouterr().out
+    _model().fit(
+        x[:12], y[:12], batch_size=4, epochs=1,
+        callbacks=[clock, budget, Read()], verbose=0,
+    )  # fmt: skip
+    # Nothing at 10 s; at 20 s, 15 s or more after the epoch's start;
+    # not at 30 s (10 s later); then at the epoch end, 35 s.
+    assert seen == [{"0": 20}, {"0": 20}]
+    assert json.loads(path.read_text()) == {"0": 35}
 
 
 def test_time_budget_must_be_positive(tmp_path):
