@@ -26,8 +26,9 @@ DEFAULTS = {
         # Training batches hold pairs padded to the same multiple of this
         # many tokens (data.make_dataset).
         "bucket_width": 10,
-        # N > 0: instead, to the N widths that pad the training pairs least
-        # (data.bucket_widths), the widest max_length + 1; dev alike.
+        # N > 0: instead (bucket_width is then unused), to the N widths
+        # that pad the training pairs least (data.bucket_widths), the
+        # widest max_length + 1; dev alike. The training log prints them.
         "buckets": 0,
         "max_train_pairs": 0,  # 0: all
         # ding_de_en: add up to N of the dictionary's term pairs for the

@@ -64,7 +64,12 @@ class DatasetReport:
             f"{self.target_unknown_rate:.2%} (target); padding "
             f"{self.source_padding:.0%} of the source and "
             f"{self.target_padding:.0%} of the target positions, "
-            f"{self.grid_padding:.0%} of the grid."
+            f"{self.grid_padding:.0%} of the grid"
+            + (
+                f" (widths {', '.join(map(str, self.bucket_widths))})."
+                if self.bucket_widths
+                else "."
+            )
         )
 
 

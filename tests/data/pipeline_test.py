@@ -102,6 +102,8 @@ def test_the_report_counts_the_padding_of_the_batches(
         report.grid_padding, np.mean(np.concatenate([c.ravel() for c in cells]))
     )
     assert f"{report.grid_padding:.0%} of the grid" in str(report)
+    widths = ", ".join(map(str, report.bucket_widths))
+    assert str(report).endswith(f"of the grid (widths {widths}).")
 
 
 def test_bucketing_reduces_padding(data):
