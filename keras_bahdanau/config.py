@@ -146,6 +146,18 @@ CONFIGS = {
 }
 
 
+def add_override_argument(parser, help):
+    """Adds `--set SECTION.KEY=VALUE` (repeatable) to an argparse parser:
+    the `overrides` of `resolve_config`, in `args.set`."""
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help=help,
+    )
+
+
 def _read_config(config_path, seen=()):
     """The settings of a TOML file or built-in config, its base's first."""
     path = Path(config_path)

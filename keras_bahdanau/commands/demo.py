@@ -12,6 +12,7 @@ from pathlib import Path
 from keras_bahdanau import records
 from keras_bahdanau import run_directory as rd
 from keras_bahdanau.config import ConfigError
+from keras_bahdanau.config import add_override_argument
 from keras_bahdanau.config import resolve_config
 from keras_bahdanau.evaluation import translate_examples
 from keras_bahdanau.export import export_saved_model
@@ -26,12 +27,8 @@ def demo_config(overrides=()):
 
 
 def add_arguments(parser):
-    parser.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="SECTION.KEY=VALUE",
-        help="override a setting of the built-in demo config",
+    add_override_argument(
+        parser, "override a setting of the built-in demo config"
     )
     parser.add_argument(
         "--saved-model",

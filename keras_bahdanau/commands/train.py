@@ -11,6 +11,7 @@ when the same command is started again.
 from keras_bahdanau import records
 from keras_bahdanau.config import FLAGS
 from keras_bahdanau.config import ConfigError
+from keras_bahdanau.config import add_override_argument
 from keras_bahdanau.config import resolve_config
 from keras_bahdanau.startup import start_tensorflow
 from keras_bahdanau.trainer import train
@@ -20,13 +21,7 @@ def add_arguments(parser):
     parser.add_argument("--config", help="TOML config (see examples/)")
     for flag, key in FLAGS.items():
         parser.add_argument(flag, dest=key, help=f"sets {key}")
-    parser.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="SECTION.KEY=VALUE",
-        help="override any config key; repeatable",
-    )
+    add_override_argument(parser, "override any config key; repeatable")
     records.add_record_argument(parser)
 
 
