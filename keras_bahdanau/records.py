@@ -48,12 +48,14 @@ from keras_bahdanau import __version__
 # Bumped when the meaning of a record's fields changes (2: `rows`).
 FORMAT_VERSION = 2
 # The fields of a training run's row (kinds `train` and `demo`): the
-# run's figures (`run_figures`), then those of a transcribed record that
-# has no field of its own (`other`), or the section of docs/small_data.md
-# that describes its run (`section`, `run`, `change`).
+# run's figures (`run_figures`), the command's use of the machine
+# (`process_usage`), then those of a transcribed record that has no field
+# of its own (`other`), or the section of docs/small_data.md that
+# describes its run (`section`, `run`, `change`).
 TRAINING_FIELDS = tuple(
-    "run_dir config_file model parameters epochs training_minutes dev test "
-    "log averaging translations best_epoch section run change other".split()
+    "run_dir config_file model parameters epochs training_minutes "
+    "epoch_seconds dev test log averaging translations best_epoch "
+    "cpu_seconds cpu_share peak_rss_mb section run change other".split()
 )
 # The fields of each split's scores in a training run's row.
 SPLIT_FIELDS = tuple(
@@ -100,6 +102,47 @@ def start():
         "started_utc": _iso(_utc_now()),
         "load_average_start": _load_average(),
         "monotonic": time.monotonic(),
+        "cpu_seconds": _cpu_seconds(),
+    }
+
+
+def _cpu_seconds():
+    """User and system seconds of this process and its finished children."""
+    import resource
+
+    return sum(
+        usage.ru_utime + usage.ru_stime
+        for usage in map(
+            resource.getrusage,
+            (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN),
+        )
+    )
+
+
+def process_usage(started):
+    """This process's use of the machine since `start()`, children included.
+
+    Returns:
+        A dict: `cpu_seconds` (user and system time of the process and of
+        its finished children since `start()`), `cpu_share` (that over the
+        wall seconds times the cores: 1.0 keeps every core busy) and
+        `peak_rss_mb` (the largest resident set, MiB, of the process or of
+        a child).
+    """
+    import resource
+
+    cpu = _cpu_seconds() - started["cpu_seconds"]
+    wall = time.monotonic() - started["monotonic"]
+    # KiB on Linux (bytes on macOS); the peak of one process, not a sum.
+    unit = 2**20 if sys.platform == "darwin" else 2**10
+    peak = max(
+        resource.getrusage(who).ru_maxrss
+        for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+    )
+    return {
+        "cpu_seconds": round(cpu, 1),
+        "cpu_share": round(cpu / (wall * (os.cpu_count() or 1)), 3),
+        "peak_rss_mb": round(peak / unit, 1),
     }
 
 
@@ -397,8 +440,9 @@ def run_figures(run_dir, config_file=None):
     (`training_config.json`), the epochs trained and the per-epoch log
     (`training_log.csv`: losses, dev BLEU), the training minutes
     (`epoch_times.json`, written with `training.max_minutes`; else null),
-    the checkpoint averaging (`averaging.json`, null without it) and the
-    dev and test scores (`results.json`: BLEU and chrF, their signatures,
+    each epoch's seconds in order (`epoch_seconds`), the checkpoint
+    averaging (`averaging.json`, null without it) and the dev and test
+    scores (`results.json`: BLEU and chrF, their signatures,
     the sentences and the seconds of translating them). `config_file`:
     the TOML file the run was configured with, if any.
     """
@@ -433,6 +477,11 @@ def run_figures(run_dir, config_file=None):
         epochs=len(log),
         training_minutes=(
             None if seconds is None else round(sum(seconds.values()) / 60, 2)
+        ),
+        epoch_seconds=(
+            None
+            if seconds is None
+            else [round(seconds[e], 1) for e in sorted(seconds, key=int)]
         ),
         log=log,
         averaging=read_json(rd.AVERAGING),

@@ -17,6 +17,7 @@ from the documentation of an earlier release (raw output not kept).
 import argparse
 import json
 import re
+import statistics
 import string
 import sys
 import tomllib
@@ -116,6 +117,8 @@ def rows_of(found, spec):
             row["search_label"] = (
                 "greedy" if beam in (1, None) else f"beam {beam}"
             )
+            epochs = row.get("epoch_seconds")
+            row["epoch_s"] = statistics.median(epochs) if epochs else None
             minutes = row.get("train_minutes")
             row["train_min"] = minutes if seconds is None else seconds / 60
             best = row.get("alpha") == row.get("best_alpha")

@@ -7,6 +7,7 @@ import pathlib
 import shutil
 import subprocess
 import sys
+import time
 
 import keras
 import numpy as np
@@ -186,6 +187,31 @@ def test_train_command_writes_the_record_of_its_run(
         == json.loads((run / "training_config.json").read_text())["parameters"]
     )
     assert row["config_file"] is None  # No --config.
+    assert row["epoch_seconds"] == [60.0, 90.0]
+    # The command's use of the machine (the stubbed training: little).
+    assert 0 <= row["cpu_seconds"] and 0 <= row["cpu_share"] <= 1
+    assert row["peak_rss_mb"] > 0
+
+
+def test_process_usage_counts_the_work_since_start():
+    started = records.start()
+    deadline = time.process_time() + 0.3
+    while time.process_time() < deadline:  # 0.3 s of this thread's CPU
+        pass
+    usage = records.process_usage(started)
+    wall = time.monotonic() - started["monotonic"]
+    assert 0.3 <= usage["cpu_seconds"] <= 0.3 + 2 * wall
+    assert usage["cpu_share"] == pytest.approx(
+        usage["cpu_seconds"] / (wall * os.cpu_count()), rel=0.2
+    )
+    # Linux: the process's own peak, as /proc reports it (VmHWM, KiB).
+    status = pathlib.Path("/proc/self/status")
+    if status.is_file():
+        (line,) = [
+            line for line in status.read_text().splitlines()
+            if line.startswith("VmHWM:")
+        ]  # fmt: skip
+        assert usage["peak_rss_mb"] >= int(line.split()[1]) / 1024 - 1
 
 
 def _script(name, *arguments, cwd=None):
@@ -334,8 +360,9 @@ def test_render_page_and_table_from_records(run_dir, tmp_path):
     readme = render.render_summary(found)
     # The demo's dev / test BLEU, the ratio, the transcribed record's mark.
     assert "1.50 / 20.00" in page and "2.50 / 20.00" in page
-    assert "| Main job (`make demo`), rnnsearch, 2 epochs: dev / test BLEU " \
-        "| 1.50 / 2.50 | `demo.json` |" in readme  # fmt: skip
+    backend = keras.backend.backend()  # the record's, as written here
+    assert f"| Main job (`make demo`), rnnsearch, {backend}, 2 epochs: dev " \
+        "/ test BLEU | 1.50 / 2.50 | `demo.json` |" in readme  # fmt: skip
     assert "jax 1.25x" in readme and "1.25x" in page
     assert "| RNNsearch-50 | - | 10 | - | 12.50 |" in page
     assert "on bible_en_fr, 10 steps: test BLEU | RNNsearch-50 12.50 " in readme

@@ -62,6 +62,10 @@ def run(args):
     version = export_saved_model(run_dir, args.saved_model)
     print(f"SavedModel for TF Serving: {version}")
     if args.record:
-        row = {**records.run_figures(run_dir), "translations": examples}
+        row = {
+            **records.run_figures(run_dir),
+            "translations": examples,
+            **records.process_usage(started),
+        }
         records.write_record(args.record, "demo", row, started, config)
     return 0

@@ -44,6 +44,9 @@ def run(args):
     except (ConfigError, CheckpointError, FloatingPointError) as error:
         raise SystemExit(f"keras-bahdanau train: {error}") from None
     if args.record:
-        row = records.run_figures(run_dir, args.config)
+        row = {
+            **records.run_figures(run_dir, args.config),
+            **records.process_usage(started),
+        }
         records.write_record(args.record, "train", row, started, config)
     return 0
