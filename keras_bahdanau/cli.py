@@ -24,8 +24,8 @@ from keras_bahdanau.validation import InputError
 # keras_bahdanau.commands.plot_attention, and so on.
 COMMANDS = {
     "train": "train a model into a run directory",
-    "translate": "translate text with a run",
-    "evaluate": "BLEU/chrF of one or more runs",
+    "translate": "translate text with a preset or run",
+    "evaluate": "BLEU/chrF of one or more presets or runs",
     "plot-attention": "draw alignment heatmaps (the paper's Figure 3)",
     "export": "write a TF Serving SavedModel",
     "demo": "the README's main job, end to end",
