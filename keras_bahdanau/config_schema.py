@@ -31,6 +31,16 @@ DEFAULTS = {
         # widest max_length + 1; dev alike. The training log prints them.
         "buckets": 0,
         "max_train_pairs": 0,  # 0: all
+        # "files" and "tsv" without dev and test files: the most pairs of
+        # each of dev and test (the split's fractions shrink on a large
+        # corpus, data.held_out_fractions); 0: 5% each, uncapped.
+        "max_held_out_pairs": 3000,
+        # "auto": stream the training pairs of a "files" or "tsv" corpus
+        # from disk (data.stream) when they outnumber the shuffle buffer;
+        # "true": stream any corpus; "false": hold them in memory.
+        "stream": "auto",
+        # The pairs a streamed corpus is shuffled in (reshuffled each pass).
+        "shuffle_buffer": 100_000,
         # ding_de_en: add up to N of the dictionary's term pairs for the
         # training sentences' words (data.ding.ding_terms); 0: none.
         "dictionary_pairs": 0,
@@ -43,6 +53,14 @@ DEFAULTS = {
         "target_vocabulary_size": 4000,
         # One vocabulary learnt from both languages (the source size).
         "joint": False,
+        # Vocabularies are learnt from this many training pairs, drawn at
+        # random by the run's seed (data.sample_pairs); all of a smaller
+        # corpus. 0: all.
+        "sample_sentences": 300_000,
+        # SentencePiece's threads: the same number gives the same
+        # vocabulary; 1 (the default) gives the vocabulary of earlier
+        # releases. Word counts use the threads too, whatever the number.
+        "threads": 1,
     },
     "model": {
         # "rnnsearch", "rnnencdec" or "pervasive_attention".
@@ -219,11 +237,12 @@ LENGTH_PENALTIES = {
 
 CHOICES = {
     "recipe": tuple(RECIPES),
-    # data.loading.CORPORA, tokenizers.TOKENIZERS,
+    # data.loading.CORPORA and STREAM, tokenizers.TOKENIZERS,
     # models.factory.ARCHITECTURES, training.OPTIMIZERS and JIT_COMPILE,
     # and distribution.STRATEGIES, written out (see the module docstring);
     # tests/config_test.py keeps them equal.
     "data.corpus": ("ding_de_en", "bible_en_fr", "files", "tsv"),
+    "data.stream": ("auto", "true", "false"),
     "tokenizer.kind": ("word", "wordpiece", "unigram", "bpe"),
     "model.architecture": ("rnnsearch", "rnnencdec", "pervasive_attention"),
     "training.optimizer": ("adadelta", "adam"),
@@ -252,6 +271,10 @@ RANGES = {
     "data.buckets": (lambda value: value >= 0, "0 (bucket_width) or positive"),
     "data.max_train_pairs": _ALL_OR_POSITIVE,
     "data.dictionary_pairs": _OFF_OR_POSITIVE,
+    "data.max_held_out_pairs": (lambda value: value >= 0, "0 (5%) or positive"),
+    "data.shuffle_buffer": _POSITIVE,
+    "tokenizer.sample_sentences": _ALL_OR_POSITIVE,
+    "tokenizer.threads": _POSITIVE,
     "training.epochs": _POSITIVE,
     "training.max_minutes": _OFF_OR_POSITIVE,
     "training.batch_size": _POSITIVE,

@@ -328,19 +328,43 @@ def build_compiled_model(plan, model, dataset):
             model.test_on_batch(inputs, labels)
 
 
+def data_shard(plan):
+    """This process's share of each global batch: `(shards, index)`.
+
+    One process: `(1, 0)`, the whole batch. Several (JAX's multi-host
+    strategies): the rule of Keras's `distribute_dataset`, by process
+    when each holds whole replicas, else by replica. Keras's own sharding
+    cannot size the bucketed batches here (`tf.data`'s
+    `compute_batch_size` finds no fixed batch size), so `training_scope`
+    turns it off and the trainer shards with `data.shard_batches`. TF's
+    `MultiWorkerMirroredStrategy` shards in `tf.distribute`: `(1, 0)`.
+    """
+    if plan.cluster is None or plan.strategy in ("none", "mirrored"):
+        return 1, 0
+    processes, process = plan.cluster.num_processes, plan.cluster.process_id
+    if plan.replicas >= processes:
+        return processes, process
+    return plan.replicas, process // (processes // plan.replicas)
+
+
 def training_scope(plan):
     """The context to build, compile and fit the model in."""
     if plan.strategy == "none":
         return contextlib.nullcontext()
     if plan.strategy == "mirrored":
         return plan.tf_strategy.scope()
+    # The trainer shards the data itself (`data_shard`).
     if plan.strategy == "data_parallel":
-        return keras.distribution.DataParallel(devices=plan.devices).scope()
+        return keras.distribution.DataParallel(
+            devices=plan.devices, auto_shard_dataset=False
+        ).scope()
     mesh = keras.distribution.DeviceMesh(
         shape=(plan.replicas, plan.model_shards),
         axis_names=("batch", "model"),
         devices=plan.devices,
     )
     return keras.distribution.ModelParallel(
-        layout_map=layout_map(mesh), batch_dim_name="batch"
+        layout_map=layout_map(mesh),
+        batch_dim_name="batch",
+        auto_shard_dataset=False,
     ).scope()

@@ -15,6 +15,9 @@ import tensorflow as tf
 
 from keras_bahdanau import presets
 from keras_bahdanau.data.pipeline import make_dataset
+from keras_bahdanau.data.stream import PairList
+from keras_bahdanau.data.stream import make_stream
+from keras_bahdanau.data.text_corpus import TextCorpus
 from keras_bahdanau.reserved import BOS_ID
 from keras_bahdanau.reserved import EOS_ID
 from keras_bahdanau.reserved import PAD_ID
@@ -153,17 +156,23 @@ class TranslationPreprocessor:
 
         `data.make_dataset`: the pairs packed as a call packs them, padded
         to the width of their length bucket, pairs too long or empty left
-        out (counted in the report).
+        out (counted in the report). A corpus too large to hold is
+        streamed from disk instead (`data.make_stream`).
 
         Args:
-            pairs: list of `(source, target)` string tuples.
+            pairs: list of `(source, target)` string tuples, or a corpus
+                to stream: a `data.TextCorpus` (or `data.PairList`).
             **kwargs: `batch_size`, `max_length`, `shuffle`, `seed`,
-                `bucket`, `bucket_width`, `drop_remainder` of
-                `data.make_dataset`.
+                `bucket`, `bucket_width`, `buckets`, `drop_remainder` of
+                `data.make_dataset`; a stream also takes
+                `shuffle_buffer`.
 
         Returns:
-            `(dataset, report)`, as `data.make_dataset`.
+            `(dataset, report)`, as `data.make_dataset`; for a stream
+            `(dataset, stream)`, as `data.make_stream`.
         """
+        if isinstance(pairs, TextCorpus | PairList):
+            return make_stream(pairs, *self.tokenizers, **kwargs)
         return make_dataset(pairs, *self.tokenizers, **kwargs)
 
     def generate_preprocess(self, text):

@@ -141,21 +141,27 @@ def train(config, callbacks=()):
     resuming = _check_same_run(run_dir, config)
     _check_writable(run_dir)
     with config_errors("[data]", OSError, ValueError):
-        splits = kd.load_corpus(config["data"])
+        # A large corpus's training pairs stay on disk, streamed.
+        corpus = kd.open_corpus(
+            config["data"],
+            config["tokenizer"]["sample_sentences"],
+            training["seed"],
+        )
+    splits = corpus.splits
     keras.utils.set_random_seed(training["seed"])
     keras.mixed_precision.set_global_policy(training["precision"])
 
     preprocessor = TranslationPreprocessor(
-        *_tokenizers(run_dir, config, splits["train"], resuming)
+        *_tokenizers(run_dir, config, corpus.sample, resuming)
     )
-    datasets = {}
+    datasets, reports = {}, {}
     buckets = config["data"]["buckets"] or None  # dev: train's widths
     for split in ("train", "dev"):
         # The report is printed below; make_dataset's warning of the same
         # text (for library users) would say it twice.
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="make_dataset: ")
-            datasets[split], report = preprocessor.make_dataset(
+            datasets[split], reports[split] = preprocessor.make_dataset(
                 splits[split],
                 batch_size=training["batch_size"],
                 max_length=config["data"]["max_length"],
@@ -166,9 +172,17 @@ def train(config, callbacks=()):
                 drop_remainder=split == "train",
                 bucket_width=config["data"]["bucket_width"],
                 buckets=buckets,
+                **(
+                    {"shuffle_buffer": config["data"]["shuffle_buffer"]}
+                    if split == "train" and corpus.streamed
+                    else {}
+                ),
             )
-        buckets = buckets and list(report.bucket_widths)
-        print(f"[{split}] {report}")
+        buckets = buckets and list(reports[split].bucket_widths)
+        print(f"[{split}] {reports[split]}")
+    # A stream's epoch: about one pass, as its sample estimates it.
+    stream = reports["train"] if corpus.streamed else None
+    corpus.drop_sample()
 
     sizes = [tokenizer.vocabulary_size for tokenizer in preprocessor.tokenizers]
     with config_errors("[distribution]", ValueError):
@@ -216,15 +230,23 @@ def train(config, callbacks=()):
             f"{keras.backend.backend()} backend, "
             f"{plan.describe(training['batch_size'])}; run directory {run_dir}"
         )
-        validation = kdist.validation_data(plan, datasets["dev"])
+        # Each host of a multi-host run takes its share of every batch.
+        shard = kdist.data_shard(plan)
+        validation = kd.shard_batches(
+            kdist.validation_data(plan, datasets["dev"]), *shard
+        )
         if not finished:
-            _announce_resume(run_dir)
+            _announce_resume(run_dir, streamed=corpus.streamed)
             model.fit(
-                datasets["train"],
+                kd.shard_batches(datasets["train"], *shard),
                 validation_data=validation,
                 epochs=training["epochs"],
+                steps_per_epoch=stream and stream.steps_per_epoch,
                 callbacks=[
                     *_callbacks(run_dir, config, model, preprocessor, splits),
+                    # After the backup's restore: it starts the stream at
+                    # the restored step.
+                    *_stream_callbacks(run_dir, stream),
                     *callbacks,
                 ],
                 shuffle=False,  # the dataset shuffles itself each epoch
@@ -241,8 +263,22 @@ def train(config, callbacks=()):
     return run_dir
 
 
-def _announce_resume(run_dir):
-    """Says where a killed run resumes, before fit() restores its backup."""
+def _stream_callbacks(run_dir, stream):
+    """A stream's `StreamCallback`, keeping its first pass in the run."""
+    from keras_bahdanau import data as kd
+
+    if stream is None:
+        return []
+    return [kd.StreamCallback(stream, Path(run_dir) / kd.STREAM_FILE)]
+
+
+def _announce_resume(run_dir, streamed=False):
+    """Says where a killed run resumes, before fit() restores its backup.
+
+    Keras restarts an interrupted epoch: from the pairs it started with
+    (held in memory), or, streamed, from the stream's next pairs
+    (`StreamCallback` says where).
+    """
     from keras_bahdanau import run_directory as rd
     from keras_bahdanau.callbacks import BACKUP_METADATA
 
@@ -257,14 +293,24 @@ def _announce_resume(run_dir):
     except (OSError, ValueError, KeyError, TypeError):
         print(f"Resuming {run_dir} from its backup.")
         return
-    print(
-        f"Resuming {run_dir} from its backup: epoch {epoch + 1}"
-        + (f", from batch {batch} of it." if batch else ", from its start.")
-    )
+    if not batch:
+        where = ", from its start."
+    elif streamed:
+        where = (
+            f", from its start as Keras counts its {batch + 1} steps done "
+            "again; the corpus stream goes on after the last pair trained."
+        )
+    else:
+        where = (
+            f", from its start again: Keras restarts an interrupted epoch, "
+            f"with the weights of its step {batch + 1}."
+        )
+    print(f"Resuming {run_dir} from its backup: epoch {epoch + 1}{where}")
 
 
 def _tokenizers(run_dir, config, pairs, resuming):
-    """`(source, target)` tokenizers of the run: learnt, or read on resume."""
+    """`(source, target)` tokenizers of the run: learnt from `pairs` (the
+    corpus's sample), or read on resume."""
     from keras_bahdanau import data as kd
     from keras_bahdanau.presets import VOCABULARIES
 
@@ -290,6 +336,7 @@ def _tokenizers(run_dir, config, pairs, resuming):
                     texts,
                     settings[f"{side}_vocabulary_size"],
                     lowercase=config["data"]["lowercase"],
+                    threads=settings["threads"],
                 )
         tokenizers[side].save(path)
     return tokenizers["source"], tokenizers["target"]

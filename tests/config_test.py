@@ -68,6 +68,8 @@ def test_recipes():
         "source_vocabulary_size": 30000,
         "target_vocabulary_size": 30000,
         "joint": False,
+        "sample_sentences": DEFAULTS["tokenizer"]["sample_sentences"],
+        "threads": 1,
     }
     assert not any(
         paper["model"][key]

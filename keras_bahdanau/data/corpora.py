@@ -2,12 +2,14 @@
 
 * `read_parallel_files()`, `read_tsv()`: parallel text as users have it.
 * `read_dictionary()`: a word dictionary (unknown-word replacement).
-* `split_pairs()`: a deterministic train/dev/test split of any corpus.
+* `split_pairs()`: a deterministic train/dev/test split of any corpus;
+  `held_out_fractions()` shrinks its dev and test shares on a large one.
 * `read_lines()`: the package's one reader of text lines, stdin included.
 """
 
 import gzip
 import hashlib
+import math
 import os
 import pathlib
 import sys
@@ -31,22 +33,86 @@ def cache_dir():
     return pathlib.Path.home() / ".cache" / "keras_bahdanau"
 
 
-def split_pairs(pairs, dev_fraction=0.05, test_fraction=0.05):
+# `held_out_fractions` aims at this many times `max_held_out` pairs, so
+# that the cap nearly always cuts (at 3,000 pairs: 3,300 expected, the cap
+# 5 standard deviations below) and a split has its size on any corpus.
+_HELD_OUT_MARGIN = 1.1
+
+
+def hash_position(source):
+    """Where the MD5 of a source sentence places its pair, in [0, 1).
+
+    The key of `split_pairs()`: the first 8 bytes of the digest of the
+    UTF-8 text, as a fraction of 2**64.
+    """
+    digest = hashlib.md5(source.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+def held_out_fractions(num_pairs, dev_fraction, test_fraction, max_held_out):
+    """The dev and test fractions of a hash split with capped splits.
+
+    A fraction of a large corpus would make dev and test large (5% of the
+    paper's 12M pairs: 600k each), and the evaluation at the end of a run
+    decodes them whole. Each fraction is made small enough that about
+    1.1 x `max_held_out` pairs fall in its split, which `split_pairs`
+    then cuts to `max_held_out`; a corpus under about `max_held_out /
+    (1.1 x fraction)` pairs keeps its fractions (60k pairs at 5% and
+    3,000).
+
+    Args:
+        num_pairs: int, the size of the corpus (lines of its files).
+        dev_fraction, test_fraction: the fractions of a small corpus.
+        max_held_out: int, the most pairs of each of dev and test; 0 or
+            None: no cap (the fractions as they are).
+
+    Returns:
+        `(dev_fraction, test_fraction)`.
+
+    Example:
+
+    >>> held_out_fractions(10_000, 0.05, 0.05, 3000)
+    (0.05, 0.05)
+    >>> held_out_fractions(10_000_000, 0.05, 0.05, 3000)  # 3,300 each
+    (0.00033000000000000005, 0.00033000000000000005)
+    """
+    if not max_held_out:
+        return dev_fraction, test_fraction
+    largest = _HELD_OUT_MARGIN * max_held_out / max(num_pairs, 1)
+    return min(dev_fraction, largest), min(test_fraction, largest)
+
+
+def split_pairs(pairs, dev_fraction=0.05, test_fraction=0.05, max_held_out=0):
     """Splits sentence pairs into train/dev/test by a hash of the source.
 
-    The MD5 hash of its source sentence places each pair, so the split
-    depends on nothing else (order, other pairs, run, Python version), and
-    a source sentence that occurs twice never ends up in two splits.
+    The MD5 hash of its source sentence places each pair
+    (`hash_position`), so the split depends on nothing else (order, other
+    pairs, run, Python version), and a source sentence that occurs twice
+    never ends up in two splits.
 
     Args:
         pairs: list of `(source, target)` string tuples.
         dev_fraction: expected fraction of pairs in the dev split.
         test_fraction: expected fraction of pairs in the test split.
+        max_held_out: int, the most pairs of dev and of test (their first
+            ones, in the order of `pairs`); the pairs a cap leaves out go
+            to no split, so that no source of dev or test is trained on.
+            0: no cap. `held_out_fractions` sizes the fractions for it.
 
     Returns:
         A dict `{"train": [...], "dev": [...], "test": [...]}` of lists of
         pairs, each in the order of `pairs`.
     """
+    _check_fractions(dev_fraction, test_fraction)
+    splits = {name: [] for name in SPLITS}
+    for pair in pairs:
+        name = _split_of(hash_position(pair[0]), dev_fraction, test_fraction)
+        if name == "train" or len(splits[name]) < (max_held_out or math.inf):
+            splits[name].append(pair)
+    return splits
+
+
+def _check_fractions(dev_fraction, test_fraction):
     if not (
         0 <= dev_fraction
         and 0 <= test_fraction
@@ -57,17 +123,15 @@ def split_pairs(pairs, dev_fraction=0.05, test_fraction=0.05):
             f"to less than 1. Received: dev_fraction={dev_fraction}, "
             f"test_fraction={test_fraction}"
         )
-    splits = {name: [] for name in SPLITS}
-    for pair in pairs:
-        digest = hashlib.md5(pair[0].encode("utf-8")).digest()
-        position = int.from_bytes(digest[:8], "big") / 2**64  # in [0, 1)
-        if position < dev_fraction:
-            splits["dev"].append(pair)
-        elif position < dev_fraction + test_fraction:
-            splits["test"].append(pair)
-        else:
-            splits["train"].append(pair)
-    return splits
+
+
+def _split_of(position, dev_fraction, test_fraction):
+    """The split of a `hash_position`."""
+    if position < dev_fraction:
+        return "dev"
+    if position < dev_fraction + test_fraction:
+        return "test"
+    return "train"
 
 
 def read_parallel_files(source_path, target_path, errors="strict"):

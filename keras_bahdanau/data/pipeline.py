@@ -167,45 +167,19 @@ def make_dataset(
     # Decoder inputs and labels are one longer than the target sentence.
     padded_length = int(limit) + 1
     lengths = np.maximum(source_lengths[kept], target_lengths[kept] + 1)
-    if not bucket:
-        widths = [padded_length]
-    elif buckets is None:
-        widths = [*range(bucket_width, padded_length, bucket_width)]
-        widths.append(padded_length)
-    elif isinstance(buckets, int):
-        # The widest is `max_length + 1`, so any pair fits (e.g. dev's).
-        widths = bucket_widths(np.append(lengths, padded_length), buckets)
-    else:
-        widths = _checked_widths(buckets, padded_length)
-    # Each pair has a fixed bucket, so the number of batches is known in
-    # advance (Keras then knows the steps per epoch).
-    bucket_sizes = np.bincount(np.searchsorted(widths, lengths))
-    rounding = np.floor if drop_remainder else np.ceil
-    num_batches = int(rounding(bucket_sizes / batch_size).sum())
-    if num_batches == 0:
-        raise ValueError(
-            f"drop_remainder=True leaves no batch: no bucket has "
-            f"batch_size={batch_size} pairs. Use a smaller `batch_size`."
-        )
-    # Every pair is padded to its bucket's width on both sides.
-    padded = np.asarray(widths)[np.searchsorted(widths, lengths)]
-    source_kept = source_lengths[kept]
-    target_kept = target_lengths[kept] + 1
-    report = DatasetReport(
+    widths = _widths(lengths, padded_length, bucket, bucket_width, buckets)
+    report = _report(
+        batch_size=batch_size,
+        drop_remainder=drop_remainder,
+        widths=widths,
         num_pairs=len(pairs),
-        num_examples=len(kept),
-        num_batches=num_batches,
         num_too_long=int(too_long.sum()),
         num_empty=int((empty & ~too_long).sum()),
         max_length=int(limit),
-        source_unknown_rate=_unknown_rate(sources),
-        target_unknown_rate=_unknown_rate(targets),
-        source_padding=float(1 - source_kept.sum() / padded.sum()),
-        target_padding=float(1 - target_kept.sum() / padded.sum()),
-        grid_padding=float(
-            1 - (source_kept * target_kept).sum() / (padded**2).sum()
-        ),
-        bucket_widths=tuple(int(width) for width in widths),
+        source_lengths=source_lengths[kept],
+        target_lengths=target_lengths[kept],
+        source_unknown=_unknown_count(sources),
+        target_unknown=_unknown_count(targets),
     )
     if report.num_too_long or report.num_empty:
         warnings.warn(f"make_dataset: {report}", stacklevel=2)
@@ -213,9 +187,29 @@ def make_dataset(
     dataset = tf.data.Dataset.from_tensor_slices((sources, targets))
     if shuffle:
         dataset = dataset.shuffle(len(kept), seed=seed)
-    dataset = dataset.map(_add_bos_and_eos, num_parallel_calls=tf.data.AUTOTUNE)
+    dataset = batch_pairs(dataset, widths, batch_size, drop_remainder, bucket)
+    dataset = dataset.apply(
+        tf.data.experimental.assert_cardinality(report.num_batches)
+    )
+    return dataset.prefetch(tf.data.AUTOTUNE), report
+
+
+def batch_pairs(pairs, widths, batch_size, drop_remainder, bucket=True):
+    """Batches a dataset of `(source_ids, target_ids)` as `make_dataset`.
+
+    Args:
+        pairs: a `tf.data.Dataset` of int `(Tx,)`, `(Ty,)` pairs that fit
+            the widest of `widths`.
+        widths: the sorted widths (`bucket_widths` or multiples).
+        batch_size, drop_remainder: as for `make_dataset`.
+        bucket: False: every batch padded to `widths[-1]`.
+
+    Returns:
+        The `({"source_ids": x, "target_ids": t}, y)` batches.
+    """
+    pairs = pairs.map(_add_bos_and_eos, num_parallel_calls=tf.data.AUTOTUNE)
     if bucket:
-        dataset = dataset.bucket_by_sequence_length(
+        pairs = pairs.bucket_by_sequence_length(
             element_length_func=lambda source, inputs, labels: tf.maximum(
                 tf.shape(source)[0], tf.shape(inputs)[0]
             ),
@@ -228,17 +222,148 @@ def make_dataset(
             drop_remainder=drop_remainder,
         )
     else:
-        dataset = dataset.padded_batch(
+        pairs = pairs.padded_batch(
             batch_size,
-            padded_shapes=([padded_length],) * 3,
+            padded_shapes=([widths[-1]],) * 3,
             padding_values=PAD_ID,
             drop_remainder=drop_remainder,
         )
-    dataset = dataset.apply(
-        tf.data.experimental.assert_cardinality(num_batches)
+    return pairs.map(_to_model_inputs)
+
+
+def shard_batches(dataset, num_shards, index):
+    """This shard's rows of each batch: the data of one of several hosts.
+
+    Every host builds the same global batches (the same pairs, seed and
+    order) and keeps its part of each, rows `[index * b / num_shards,
+    (index + 1) * b / num_shards)` of a batch of `b`, as Keras's own
+    sharding would (`DataParallel.distribute_dataset`: rebatch, then
+    shard), which cannot size bucketed batches. A batch must split
+    evenly: a training batch is the global batch size, divisible by the
+    replicas (`distribution.prepare`).
+
+    Args:
+        dataset: `(inputs, labels)` batches (a dict of inputs).
+        num_shards: int >= 1, the hosts; 1 returns `dataset`.
+        index: int in `[0, num_shards)`, this host's.
+
+    Returns:
+        The dataset of this shard's `(inputs, labels)`.
+    """
+    check_int("num_shards", num_shards)
+    if not 0 <= index < num_shards:
+        raise ValueError(
+            f"`index` must be in [0, num_shards={num_shards}). Received: "
+            f"index={index}"
+        )
+    if num_shards == 1:
+        return dataset
+
+    def rows(inputs, labels):
+        size = tf.shape(labels)[0] // num_shards
+        check = tf.debugging.assert_equal(
+            tf.shape(labels)[0] % num_shards,
+            0,
+            message=f"A batch does not split into {num_shards} shards.",
+        )
+        with tf.control_dependencies([check]):
+            start = index * size
+        return tf.nest.map_structure(
+            lambda ids: ids[start : start + size], (inputs, labels)
+        )
+
+    return dataset.map(rows)
+
+
+def _widths(lengths, padded_length, bucket, bucket_width, buckets):
+    """The widths `make_dataset` pads to, for these padded lengths."""
+    if not bucket:
+        return [padded_length]
+    if buckets is None:
+        widths = [*range(bucket_width, padded_length, bucket_width)]
+        return [*widths, padded_length]
+    if isinstance(buckets, int):
+        # The widest is `max_length + 1`, so any pair fits (e.g. dev's).
+        return bucket_widths(np.append(lengths, padded_length), buckets)
+    return _checked_widths(buckets, padded_length)
+
+
+def _report(
+    batch_size,
+    drop_remainder,
+    widths,
+    source_lengths,
+    target_lengths,
+    source_unknown,
+    target_unknown,
+    **counts,
+):
+    """The `DatasetReport` of the kept pairs' lengths and `[UNK]` counts.
+
+    Args:
+        batch_size, drop_remainder: as for `make_dataset`.
+        widths: the bucket widths.
+        source_lengths, target_lengths: int arrays, the tokens of each
+            kept pair (without `[BOS]`/`[EOS]`), or the sums that
+            `_length_sums` makes of them.
+        source_unknown, target_unknown: the `[UNK]` among those tokens.
+        **counts: `num_pairs`, `num_too_long`, `num_empty`, `max_length`.
+
+    Raises:
+        ValueError: with `drop_remainder`, no bucket fills a batch.
+    """
+    sums = _length_sums(source_lengths, target_lengths, widths)
+    # Each pair has a fixed bucket, so the number of batches is known in
+    # advance (Keras then knows the steps per epoch).
+    rounding = np.floor if drop_remainder else np.ceil
+    num_batches = int(rounding(sums["bucket_sizes"] / batch_size).sum())
+    if num_batches == 0:
+        raise ValueError(
+            f"drop_remainder=True leaves no batch: no bucket has "
+            f"batch_size={batch_size} pairs. Use a smaller `batch_size`."
+        )
+    return DatasetReport(
+        num_examples=int(sums["bucket_sizes"].sum()),
+        num_batches=num_batches,
+        source_unknown_rate=_rate(source_unknown, sums["source"]),
+        target_unknown_rate=_rate(
+            target_unknown, sums["target"] - sums["pairs"]
+        ),
+        source_padding=float(1 - sums["source"] / sums["padded"]),
+        target_padding=float(1 - sums["target"] / sums["padded"]),
+        grid_padding=float(1 - sums["grid"] / sums["padded_grid"]),
+        bucket_widths=tuple(int(width) for width in widths),
+        **counts,
     )
-    dataset = dataset.map(_to_model_inputs)
-    return dataset.prefetch(tf.data.AUTOTUNE), report
+
+
+def _length_sums(source_lengths, target_lengths, widths):
+    """What `_report` needs of the kept pairs' lengths, as int sums.
+
+    `bucket_sizes` (pairs per width), `pairs`, `source` (source tokens),
+    `target` (decoder positions: target tokens + 1), `grid` (their
+    products), `padded` and `padded_grid` (positions and cells padded).
+    A dict of such sums passes through unchanged (a stream counts them).
+    """
+    if isinstance(source_lengths, dict):
+        sums = dict(source_lengths)
+    else:
+        source = np.asarray(source_lengths, np.int64)
+        target = np.asarray(target_lengths, np.int64) + 1
+        bucket = np.searchsorted(widths, np.maximum(source, target))
+        sums = {
+            "bucket_sizes": np.bincount(bucket, minlength=len(widths)),
+            "pairs": len(source),
+            "source": int(source.sum()),
+            "target": int(target.sum()),
+            "grid": int((source * target).sum()),
+        }
+    # Every pair is padded to its bucket's width on both sides.
+    widths = np.asarray(widths, np.int64)
+    sums["bucket_sizes"] = np.asarray(sums["bucket_sizes"], np.int64)
+    sums["padded"] = int((sums["bucket_sizes"] * widths).sum())
+    sums["padded_grid"] = int((sums["bucket_sizes"] * widths**2).sum())
+    return sums
 
 
 def bucket_widths(lengths, count):
@@ -318,6 +443,9 @@ def _to_model_inputs(source, inputs, labels):
     return {"source_ids": source, "target_ids": inputs}, labels
 
 
-def _unknown_rate(ids):
-    tokens = ids.flat_values.numpy()
-    return float(np.mean(tokens == UNK_ID)) if len(tokens) else 0.0
+def _unknown_count(ids):
+    return int(np.sum(ids.flat_values.numpy() == UNK_ID))
+
+
+def _rate(count, total):
+    return count / total if total else 0.0

@@ -6,6 +6,7 @@ from keras_bahdanau.tokenizers.sentence_piece_tokenizer import (
 from keras_bahdanau.tokenizers.tokenizer import Tokenizer
 from keras_bahdanau.tokenizers.word_piece_tokenizer import WordPieceTokenizer
 from keras_bahdanau.tokenizers.word_tokenizer import WordTokenizer
+from keras_bahdanau.validation import check_int
 
 TOKENIZERS = {
     "word": WordTokenizer,
@@ -15,8 +16,14 @@ TOKENIZERS = {
 }
 
 
-def build_tokenizer(kind, texts, max_vocabulary_size, lowercase=False):
+def build_tokenizer(
+    kind, texts, max_vocabulary_size, lowercase=False, threads=1
+):
     """Builds a tokenizer of the given kind from training texts.
+
+    To learn from a large corpus, pass a sample of its sentences
+    (`data.sample_pairs`, what `keras-bahdanau train` does with
+    `tokenizer.sample_sentences`).
 
     Args:
         kind: `"word"` (frequency shortlist), `"wordpiece"`, or the
@@ -25,6 +32,11 @@ def build_tokenizer(kind, texts, max_vocabulary_size, lowercase=False):
         max_vocabulary_size: the most tokens, reserved ones included; the
             paper uses 30,000 words.
         lowercase: whether to lowercase text before tokenizing.
+        threads: int >= 1, the threads to learn with: SentencePiece's
+            trainer, whose result depends on the number (the same
+            number, the same vocabulary); the word counts of `"word"`,
+            whose result does not. `"wordpiece"` (keras-hub's learner,
+            pure Python) uses one.
 
     Returns:
         A `Tokenizer` of the class `TOKENIZERS[kind]`.
@@ -44,8 +56,13 @@ def build_tokenizer(kind, texts, max_vocabulary_size, lowercase=False):
     texts = list(texts)
     if not texts:
         raise ValueError("`texts` is empty: a vocabulary needs some text.")
+    check_int("threads", threads)
     cls = TOKENIZERS[kind]
-    options = {"model_type": kind} if cls is SentencePieceTokenizer else {}
+    options = {}
+    if cls is SentencePieceTokenizer:
+        options = {"model_type": kind, "threads": threads}
+    elif cls is WordTokenizer:
+        options = {"threads": threads}
     return cls.from_texts(texts, max_vocabulary_size, lowercase, **options)
 
 

@@ -45,7 +45,9 @@ class WordTokenizer(Tokenizer):
         )
 
     @classmethod
-    def from_texts(cls, texts, max_vocabulary_size=30000, lowercase=False):
+    def from_texts(
+        cls, texts, max_vocabulary_size=30000, lowercase=False, threads=1
+    ):
         """Builds the vocabulary of the most frequent words of `texts`.
 
         Args:
@@ -55,6 +57,8 @@ class WordTokenizer(Tokenizer):
                 Ties in frequency are broken alphabetically, so the
                 vocabulary is deterministic.
             lowercase: whether to lowercase text before tokenizing.
+            threads: int, the threads that split the texts into words
+                (a count does not depend on their number).
 
         Returns:
             A `WordTokenizer`.
@@ -62,11 +66,16 @@ class WordTokenizer(Tokenizer):
         _check_vocabulary_size(max_vocabulary_size)
         counts = collections.Counter()
         # Batches bound the memory of the ragged tensor of all words.
-        for start in range(0, len(texts), 100_000):
-            words = split_words(
-                tf.constant(texts[start : start + 100_000]), lowercase
+        words = (
+            tf.data.Dataset.from_tensor_slices(tf.constant(texts))
+            .batch(20_000)
+            .map(
+                lambda text: split_words(text, lowercase).flat_values,
+                num_parallel_calls=threads,
             )
-            counts.update(words.flat_values.numpy().tolist())
+        )
+        for batch in words.as_numpy_iterator():
+            counts.update(batch.tolist())
         ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
         shortlist = [
             word.decode("utf-8")
