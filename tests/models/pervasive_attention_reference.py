@@ -148,3 +148,61 @@ def tied_logits(pooled, kernel, bias, embeddings, output_bias):
     """
     hidden = pooled @ kernel + bias
     return hidden @ embeddings.T + output_bias
+
+
+def masked_moments(x, source_mask, target_mask):
+    """Training-mode batch-norm statistics: over the real cells only.
+
+    Args:
+        x: `(batch, Ty, Tx, C)`.
+        source_mask: bool `(batch, Tx)`.
+        target_mask: bool `(batch, Ty)`.
+
+    Returns:
+        `(mean, variance)`, each `(C,)`: the mean and the biased variance
+        of the cells `(b, j, i)` where target `j` and source `i` are real.
+    """
+    cells = (
+        np.asarray(target_mask)[:, :, None] & np.asarray(source_mask)[:, None]
+    )
+    real = np.asarray(x, "float64")[cells]  # (cells, C)
+    return real.mean(axis=0), real.var(axis=0)
+
+
+def dense_layer_training(x, source_mask, target_mask, weights, momentum=0.9):
+    """`dense_layer` in training mode (ReLU, no dropout).
+
+    Each batch norm normalizes with the statistics of its input over the
+    real cells (`masked_moments`) and moves its running statistics to
+    `momentum * old + (1 - momentum) * batch`.
+
+    Args:
+        x, source_mask: as in `dense_layer`.
+        target_mask: bool `(batch, Ty)`.
+        weights: as in `dense_layer`; the `mean` and `variance` of the
+            norms are the running statistics before the call.
+        momentum: float.
+
+    Returns:
+        `(outputs, statistics)`: the layer output `(batch, Ty, Tx, f + g)`
+        and `{"norm1": (mean, variance), "norm2": (...)}`, the running
+        statistics after the call.
+    """
+    x = np.asarray(x, "float64")
+    cells = np.asarray(source_mask, "float64")[:, None, :, None]
+    statistics = {}
+
+    def norm(h, name):
+        mean, variance = masked_moments(h, source_mask, target_mask)
+        old = weights[name]
+        statistics[name] = (
+            momentum * old["mean"] + (1 - momentum) * mean,
+            momentum * old["variance"] + (1 - momentum) * variance,
+        )
+        batch = dict(old, mean=mean, variance=variance)
+        return activation(batch_norm(h, **batch), "relu")
+
+    h = norm(x, "norm1") @ weights["conv1"]
+    h = norm(h, "norm2")
+    new = masked_convolution(h * cells, weights["conv2"]) * cells
+    return np.concatenate([x, new], axis=-1), statistics

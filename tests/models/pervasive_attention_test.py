@@ -15,6 +15,8 @@ from keras_bahdanau.models.pervasive_attention import POOLINGS
 from keras_bahdanau.models.pervasive_attention import PervasiveAttention
 from keras_bahdanau.models.pervasive_attention import PervasiveDenseLayer
 from keras_bahdanau.models.pervasive_attention import SourcePooling
+from keras_bahdanau.models.pervasive_attention import _MaskedNormActivation
+from keras_bahdanau.models.pervasive_attention.grid import concatenate_grid
 from keras_bahdanau.reserved import BOS_ID
 from keras_bahdanau.reserved import EOS_ID
 from tests.models import pervasive_attention_reference as reference
@@ -585,6 +587,189 @@ def test_dense_block_steps_match_numpy_reference_row_by_row(
             atol=1e-5,
             err_msg=t,
         )
+
+
+# Padding on both axes: sentence 0 has one padded source position and one
+# padded target row, sentence 1 two padded target rows.
+TRAINING_SOURCE_MASK = np.array([[1, 1, 1, 1, 0], [1, 1, 1, 1, 1]], bool)
+TRAINING_TARGET_MASK = np.array([[1, 1, 1, 0], [1, 1, 0, 0]], bool)
+
+
+def random_embeddings(rng):
+    """A source `(2, 5, 2)` and a target `(2, 4, 4)`: a 6-channel grid."""
+    source = rng.normal(size=(2, 5, 2)).astype("float32")
+    target = rng.normal(size=(2, 4, 4)).astype("float32")
+    return source, target
+
+
+@pytest.mark.parametrize("factored", [False, True])
+def test_dense_block_in_training_mode_matches_numpy_reference(factored):
+    # Batch statistics over the real cells only, on the whole grid and
+    # on the factored one (the embeddings as two parts, then the new
+    # features), for the outputs and the running statistics.
+    rng = np.random.default_rng(23)
+    source, target = random_embeddings(rng)
+    grid = to_numpy(concatenate_grid(source, target))  # (2, 4, 5, 6)
+    outputs = (source, target) if factored else grid
+    expected = grid
+    for _ in range(3):
+        layer = PervasiveDenseLayer(
+            growth_rate=4, kernel_size=3, bottleneck_factor=2
+        )
+        layer.build(expected.shape)
+        randomize_layer(layer, rng)
+        weights = reference_weights(layer, rng)
+        expected, statistics = reference.dense_layer_training(
+            expected, TRAINING_SOURCE_MASK, TRAINING_TARGET_MASK, weights
+        )
+        outputs = layer(
+            outputs, TRAINING_SOURCE_MASK, TRAINING_TARGET_MASK, training=True
+        )
+        assert isinstance(outputs, tuple) == factored
+        for name in ("norm1", "norm2"):
+            norm = getattr(layer, name).norm
+            np.testing.assert_allclose(
+                to_numpy(norm.moving_mean), statistics[name][0], atol=1e-5
+            )
+            np.testing.assert_allclose(
+                to_numpy(norm.moving_variance), statistics[name][1], atol=1e-5
+            )
+    if factored:
+        outputs = concatenate_grid(*outputs)
+    assert expected.shape == (2, 4, 5, 18)
+    np.testing.assert_allclose(to_numpy(outputs), expected, atol=1e-4)
+
+
+def test_masked_norm_trains_like_keras_batch_normalization():
+    # The moments `_MaskedNormActivation` computes itself are those of
+    # `BatchNormalization` with the real cells as its mask (the previous
+    # release called it), whole or factored.
+    rng = np.random.default_rng(24)
+    source, target = random_embeddings(rng)
+    features = rng.normal(size=(2, 4, 5, 3)).astype("float32")
+    grid = to_numpy(concatenate_grid(source, target, features))
+    cells = TRAINING_TARGET_MASK[:, :, None] & TRAINING_SOURCE_MASK[:, None]
+    keras_norm = keras.layers.BatchNormalization(momentum=0.9, epsilon=1e-5)
+    keras_norm.build(grid.shape)
+    randomize_layer(keras_norm, rng)
+    expected = to_numpy(ops.relu(keras_norm(grid, training=True, mask=cells)))
+    for inputs in (grid, (source, target, features)):
+        norm = _MaskedNormActivation()
+        norm.build(grid.shape)
+        for weight in ("gamma", "beta", "moving_mean", "moving_variance"):
+            value = getattr(keras_norm, weight)
+            getattr(norm.norm, weight).assign(value)
+        # The running statistics were updated once: move them back.
+        mean, variance = reference.masked_moments(
+            grid, TRAINING_SOURCE_MASK, TRAINING_TARGET_MASK
+        )
+        norm.norm.moving_mean.assign(
+            (to_numpy(keras_norm.moving_mean) - 0.1 * mean) / 0.9
+        )
+        norm.norm.moving_variance.assign(
+            (to_numpy(keras_norm.moving_variance) - 0.1 * variance) / 0.9
+        )
+        outputs = norm(
+            inputs, TRAINING_SOURCE_MASK, TRAINING_TARGET_MASK, training=True
+        )
+        if isinstance(inputs, tuple):
+            outputs = concatenate_grid(*outputs)
+        np.testing.assert_allclose(to_numpy(outputs), expected, atol=1e-5)
+        for weight in ("moving_mean", "moving_variance"):
+            np.testing.assert_allclose(
+                to_numpy(getattr(norm.norm, weight)),
+                to_numpy(getattr(keras_norm, weight)),
+                atol=1e-5,
+            )
+    with pytest.raises(ValueError, match="GLU mixes channels"):
+        _MaskedNormActivation("glu")(
+            (source, target), TRAINING_SOURCE_MASK, TRAINING_TARGET_MASK
+        )
+
+
+def dense_block_model(factored):
+    """A 2-layer DenseNet block over the grid of two embeddings.
+
+    Inputs: a source `(batch, 5, 2)`, a target `(batch, 4, 4)` and their
+    masks; output: the whole grid after the block, `(batch, 4, 5, 14)`.
+    The grid goes through the block factored or whole.
+    """
+    source = keras.Input((5, 2))
+    target = keras.Input((4, 4))
+    source_mask = keras.Input((5,), dtype="bool")
+    target_mask = keras.Input((4,), dtype="bool")
+    grid = (source, target)
+    if not factored:
+        grid = concatenate_grid(*grid)
+    for index in range(2):
+        layer = PervasiveDenseLayer(
+            growth_rate=4,
+            kernel_size=3,
+            bottleneck_factor=2,
+            name=f"dense_layer_{index}",
+        )
+        grid = layer(grid, source_mask, target_mask)
+    if factored:
+        grid = concatenate_grid(*grid)
+    return keras.Model([source, target, source_mask, target_mask], grid)
+
+
+def test_factored_grid_trains_like_the_whole_grid():
+    # One SGD step from the same weights moves every weight (gradients
+    # and running statistics) the same way, factored or not.
+    rng = np.random.default_rng(25)
+    source, target = random_embeddings(rng)
+    inputs = [source, target, TRAINING_SOURCE_MASK, TRAINING_TARGET_MASK]
+    labels = rng.normal(size=(2, 4, 5, 14)).astype("float32")
+    trained = []
+    for factored in (False, True):
+        model = dense_block_model(factored)
+        randomize(model, seed=25)
+        model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
+        model.train_on_batch(inputs, labels)
+        trained.append([to_numpy(weight) for weight in model.weights])
+    whole, factored = trained
+    assert [w.shape for w in whole] == [w.shape for w in factored]
+    moved = [np.abs(w - f).max() for w, f in zip(whole, factored, strict=True)]
+    assert max(moved) < 1e-5, moved
+
+
+@pytest.mark.parametrize("config_name", ["relu", "glu"])
+def test_a_training_step_matches_the_previous_release(config_name):
+    # Saved by the release before the factored grid (af741ae), JAX: a
+    # `tiny_model(**CONFIGS[config_name])` randomized with seed 21, its
+    # training-mode logits on a batch padded on both axes (which also
+    # move the running statistics), then the weights after one step of
+    # SGD(0.1) on `SparseCategoricalCrossentropy(from_logits=True,
+    # ignore_class=0)` with the next target ids as labels, flattened in
+    # `model.weights` order.
+    configs = {
+        "relu": {},
+        "glu": dict(activation="glu", pooling="max+attention"),
+    }
+    saved = np.load(os.path.join(FIXTURES, "pervasive_attention_step.npz"))
+    model = tiny_model(**configs[config_name])
+    randomize(model, seed=21)
+    inputs = {
+        name: saved[f"{config_name}_{name}"]
+        for name in ("source_ids", "target_ids")
+    }
+    logits = to_numpy(model(inputs, training=True))
+    np.testing.assert_allclose(
+        logits, saved[f"{config_name}_logits"], atol=1e-5
+    )
+    model.compile(
+        optimizer=keras.optimizers.SGD(0.1),
+        loss=keras.losses.SparseCategoricalCrossentropy(
+            from_logits=True, ignore_class=0
+        ),
+    )
+    labels = np.roll(inputs["target_ids"], -1, axis=1)
+    model.train_on_batch(inputs, labels)
+    weights = np.concatenate([to_numpy(w).ravel() for w in model.weights])
+    np.testing.assert_allclose(
+        weights, saved[f"{config_name}_trained"], atol=1e-5
+    )
 
 
 def test_bottleneck_terms_sum_to_the_bottleneck_and_need_relu():

@@ -12,6 +12,8 @@ from keras import ops
 
 from keras_bahdanau.layers.reversible_embedding import ReversibleEmbedding
 from keras_bahdanau.models.pervasive_attention.grid import _Grid
+from keras_bahdanau.models.pervasive_attention.grid import concatenate_grid
+from keras_bahdanau.models.pervasive_attention.grid import is_factored
 from keras_bahdanau.models.pervasive_attention.masked_norm_activation import (
     ACTIVATIONS,
 )
@@ -61,7 +63,13 @@ class PervasiveAttention(TranslationModel):
        target position `j` sees target positions `<= j` and all source
        positions; only its causal `(k // 2 + 1) x k` rows are stored
        (`kernel_size=5` is the "5 x 3" kernel of the slides). A final
-       `BN -> act` follows the last layer (the authors' code).
+       `BN -> act` follows the last layer (the authors' code). With ReLU
+       and no `input_channels`, the grid's embedding channels are never
+       copied to every cell: the layers read the grid factored,
+       `(source, target, features)` (`PervasiveDenseLayer`), and the
+       1x1 convolutions take the embeddings' share per source and per
+       target position; the final `BN -> act` builds the whole grid for
+       pooling. The same function, with fewer products.
     3. Pooling over the real source positions: `"max"`; `"average"`, the
        sum divided by `sqrt(|s|)`; `"attention"`, `sqrt(|s|) sum_i rho_ji
        H_ji` with `rho_j = softmax_i(w^T H_ji)`; or max or average
@@ -314,13 +322,16 @@ class PervasiveAttention(TranslationModel):
         source = layers.embedding_dropout(source, training=training)
         target = layers.target_embedding(target_ids)  # (batch, Ty, dt)
         target = layers.embedding_dropout(target, training=training)
-        grid = layers.grid(source, target)  # (batch, Ty, Tx, f_0)
+        # (batch, Ty, Tx, f_0), or factored: (source, target).
+        grid = layers.grid(source, target)
         for layer in layers.dense_layers:
             # (batch, Ty, Tx, f_l) -> (batch, Ty, Tx, f_l + g)
             grid = layer(grid, source_mask, target_mask, training=training)
         features = layers.output_norm(
             grid, source_mask, target_mask, training=training
         )
+        if is_factored(features):
+            features = concatenate_grid(*features)  # (batch, Ty, Tx, C)
         return features, source_mask
 
     @staticmethod
@@ -443,7 +454,7 @@ class PervasiveAttention(TranslationModel):
         target = self.target_embedding(previous_ids)  # (batch, 1, dt)
         if self.input_channels is None:
             # (batch, 1, Tx, ds + dt)
-            row = self.grid(cache["source_embedding"], target)
+            row = concatenate_grid(cache["source_embedding"], target)
         else:
             # The reduction is linear: the cached source term plus the
             # token's. (batch, 1, Tx, N)

@@ -3,6 +3,9 @@
 import keras
 from keras import ops
 
+from keras_bahdanau.models.pervasive_attention.grid import concatenate_grid
+from keras_bahdanau.models.pervasive_attention.grid import grid_shape
+from keras_bahdanau.models.pervasive_attention.grid import is_factored
 from keras_bahdanau.models.pervasive_attention.masked_norm_activation import (
     _MaskedNormActivation,
 )
@@ -17,6 +20,17 @@ class PervasiveDenseLayer(keras.layers.Layer):
     (see `PervasiveAttention` for the masking and the padding). `step`
     computes one new target row for incremental decoding.
 
+    With ReLU the input may be factored (`grid.is_factored`): `(source,
+    target)` or `(source, target, features)`, cell `(j, i)` being
+    `[source_i; target_j; features_ji]`. Batch norm and ReLU act on each
+    channel alone and the 1x1 convolution is a sum over its input
+    channels, so the embeddings' share of it is two small products, one
+    per source position and one per target position, broadcast over the
+    grid: the same function, without the `ds + dt` embedding channels of
+    every cell. The output is then factored too, its new channels
+    appended to `features`. A GLU layer builds the grid of a factored
+    input (`concatenate_grid`).
+
     Args:
         growth_rate: int, `g`, the channels added.
         kernel_size: odd int, `k`.
@@ -26,13 +40,16 @@ class PervasiveDenseLayer(keras.layers.Layer):
         dropout: float, dropout on the new channels.
 
     Call arguments:
-        inputs: float `(batch, Ty, Tx, f)`.
+        inputs: float `(batch, Ty, Tx, f)`, or with ReLU a factored grid
+            of `f` channels in all: `(batch, Tx, ds)`, `(batch, Ty, dt)`
+            and none or one `(batch, Ty, Tx, n)`.
         source_mask: bool `(batch, Tx)`, `True` on real source tokens.
         target_mask: bool `(batch, Ty)`, `True` on real target tokens.
         training: bool.
 
     Returns:
-        Float `(batch, Ty, Tx, f + growth_rate)`.
+        Float `(batch, Ty, Tx, f + growth_rate)`; factored: `(source,
+        target, features)`, `features` `(batch, Ty, Tx, n + growth_rate)`.
 
     Example:
 
@@ -42,6 +59,10 @@ class PervasiveDenseLayer(keras.layers.Layer):
     >>> target_mask = np.ones((2, 3), bool)
     >>> tuple(layer(grid, source_mask, target_mask).shape)
     (2, 3, 5, 12)
+    >>> source, target = grid[:, 0, :, :6], grid[:, :, 0, 6:]
+    >>> _, _, features = layer((source, target), source_mask, target_mask)
+    >>> tuple(features.shape)
+    (2, 3, 5, 4)
 
     Reference:
         Elbayad et al. (2018), Sec. 3 (convolutional layers).
@@ -96,6 +117,7 @@ class PervasiveDenseLayer(keras.layers.Layer):
         return bottleneck // 2 if self.activation == "glu" else bottleneck
 
     def build(self, input_shape):
+        input_shape = grid_shape(input_shape)
         self.norm1.build(input_shape)
         conv1_input_shape = self.norm1.compute_output_shape(input_shape)
         self.conv1.build(conv1_input_shape)
@@ -107,13 +129,17 @@ class PervasiveDenseLayer(keras.layers.Layer):
         )
 
     def call(self, inputs, source_mask, target_mask, training=None):
+        if is_factored(inputs) and self.activation != "relu":
+            # A GLU mixes channels: it needs the whole grid.
+            inputs = concatenate_grid(*inputs)
         # (batch, Ty, Tx, f) -> (batch, Ty, Tx, c)
         x = self._bottleneck(inputs, source_mask, target_mask, training)
-        # Causal on the target axis: k // 2 zero rows before the first.
-        half = self.kernel_size // 2
-        x = ops.pad(x, [[0, 0], [half, 0], [0, 0], [0, 0]])
-        # (batch, k // 2 + Ty, Tx, c) -> (batch, Ty, Tx, g)
-        x = self._masked_convolution(x, source_mask, training)
+        # (batch, Ty, Tx, c) -> (batch, Ty, Tx, g)
+        x = self._new_features(
+            self._causal_convolution(x), source_mask, training
+        )
+        if is_factored(inputs):
+            return (*inputs, x)  # one part more
         # (batch, Ty, Tx, f) -> (batch, Ty, Tx, f + g)
         return ops.concatenate([inputs, x], axis=-1)
 
@@ -181,7 +207,9 @@ class PervasiveDenseLayer(keras.layers.Layer):
             # (batch, k // 2 + 1, Tx, c): the kernel's causal window.
             x = ops.concatenate([rows, x], axis=1)
         # (batch, k // 2 + 1, Tx, c) -> (batch, 1, Tx, g)
-        new_features = self._masked_convolution(x, source_mask, False)
+        new_features = self._new_features(
+            self._window_convolution(x), source_mask, False
+        )
         if inputs is None:
             outputs = new_features
         else:
@@ -212,7 +240,22 @@ class PervasiveDenseLayer(keras.layers.Layer):
     def _bottleneck(self, inputs, source_mask, target_mask, training):
         """`BN -> act -> 1x1 conv -> BN -> act`, padded source cells 0."""
         x = self.norm1(inputs, source_mask, target_mask, training=training)
-        x = self.conv1(x)  # (batch, T, Tx, bottleneck)
+        if is_factored(x):
+            # The 1x1 convolution of `[source_i; target_j; features_ji]`:
+            # one product per part, the embeddings' without the grid.
+            source, target, *features = x
+            kernel = ops.cast(self.conv1.kernel, source.dtype)
+            ds, dt = source.shape[-1], target.shape[-1]
+            # (batch, Tx, ds) -> (batch, 1, Tx, c)
+            x = ops.matmul(source, kernel[:ds])[:, None]
+            # (batch, Ty, dt) -> (batch, Ty, 1, c)
+            x = x + ops.matmul(target, kernel[ds : ds + dt])[:, :, None]
+            if features:
+                # (batch, Ty, Tx, n) -> (batch, Ty, Tx, c)
+                features = ops.concatenate(features, axis=-1)
+                x = x + ops.matmul(features, kernel[ds + dt :])
+        else:
+            x = self.conv1(x)  # (batch, T, Tx, bottleneck)
         return self._bottleneck_output(x, source_mask, target_mask, training)
 
     def _bottleneck_output(self, x, source_mask, target_mask, training):
@@ -223,26 +266,67 @@ class PervasiveDenseLayer(keras.layers.Layer):
         # (batch, Tx) -> (batch, 1, Tx, 1)
         return x * ops.cast(source_mask, x.dtype)[:, None, :, None]
 
-    def _masked_convolution(self, rows, source_mask, training):
-        """The causal `k x k` convolution and dropout: the new features.
+    def _causal_convolution(self, x):
+        """The causal `k x k` convolution of whole target rows.
+
+        `(batch, T, Tx, c) -> (batch, T, Tx, g)`: output row `t` reads
+        input rows `t - k // 2, ..., t` (zeros before row 0), "same" on
+        the source axis. Computed as one `1 x k` convolution whose output
+        channels hold the `k // 2 + 1` kernel rows, each row's products
+        then shifted down to the output row that reads them: no padded
+        copy of the input, and with XLA a faster forward and backward pass
+        than the `(k // 2 + 1) x k` convolution of the padded grid (whose
+        kernel gradient XLA computes as a slow convolution with a `T x Tx`
+        window; docs/profile.md).
+        """
+        half = self.kernel_size // 2
+        kernel = ops.cast(self.conv2.kernel, x.dtype)
+        rows, width, channels, growth = kernel.shape
+        # (k // 2 + 1, k, c, g) -> (1, k, c, (k // 2 + 1) g): row p is
+        # output block p.
+        kernel = ops.transpose(kernel, (1, 2, 0, 3))
+        kernel = ops.reshape(kernel, (1, width, channels, rows * growth))
+        # (batch, T, Tx, c) -> (batch, T, Tx, (k // 2 + 1) g)
+        products = ops.conv(x, kernel, padding="same")
+        # Output row t takes kernel row p's products of input row
+        # t - (k // 2 - p): block p shifted down k // 2 - p rows, zeros
+        # (the products of the zero rows before the first) above.
+        outputs = products[..., half * growth :]  # p = k // 2: row t
+        for p in range(half):
+            block = products[..., p * growth : (p + 1) * growth]
+            shift = half - p
+            # (batch, T, Tx, g), k // 2 - p rows down.
+            shifted = [ops.zeros_like(block[:, :shift]), block[:, :-shift]]
+            outputs = outputs + ops.concatenate(shifted, axis=1)
+        return outputs
+
+    def _window_convolution(self, rows):
+        """The causal `k x k` convolution of a window of target rows.
 
         `(batch, k // 2 + T, Tx, c) -> (batch, T, Tx, g)`: output row `t`
         reads input rows `t, ..., t + k // 2` (the kernel's rows up to its
-        centre), "same" on the source axis.
+        centre), "same" on the source axis (`step`, one row at a time).
         """
         half = self.kernel_size // 2
         # (batch, R, Tx, c) -> (batch, R, Tx + 2 (k // 2), c)
         x = ops.pad(rows, [[0, 0], [0, 0], [half, half], [0, 0]])
-        x = self.conv2(x)  # (batch, R - k // 2, Tx, g)
-        # Padded cells get exactly zero new features, whatever the layer.
+        return self.conv2(x)  # (batch, R - k // 2, Tx, g)
+
+    def _new_features(self, x, source_mask, training):
+        """Padded source cells to exactly zero, then dropout."""
         x = x * ops.cast(source_mask, x.dtype)[:, None, :, None]
         return self.feature_dropout(x, training=training)
 
     def compute_output_shape(self, input_shape):
-        channels = input_shape[-1]
+        shape = grid_shape(input_shape)
+        if is_factored(input_shape) and self.activation == "relu":
+            # One part more: (batch, Ty, Tx, g).
+            parts = tuple(tuple(part) for part in input_shape)
+            return (*parts, (*shape[:3], self.growth_rate))
+        channels = shape[-1]
         if channels is not None:
             channels += self.growth_rate
-        return (*input_shape[:-1], channels)
+        return (*shape[:-1], channels)
 
     def get_config(self):
         return {
