@@ -67,7 +67,9 @@ from keras_bahdanau.training import make_optimizer
 FAMILIES = ("matmul", "elementwise", "gather_copy", "loop", "other")
 # Op names (XLA instructions and fusions, TensorFlow op types, ATen ops),
 # first match wins. XLA names a fusion after the ops it fuses, and its
-# CPU backend calls fused matrix products `ynn_fusion` (YNNPACK).
+# CPU backend calls fused matrix products `ynn_fusion` (YNNPACK). A
+# bitcast (a reshape that moves no data) does not make a fusion a copy:
+# `tanh_bitcast_fusion` is elementwise.
 _PATTERNS = [
     (
         "matmul",
@@ -79,7 +81,7 @@ _PATTERNS = [
         "gather_copy",
         r"gather|scatter|slice|concat|copy|transpose|index|take|stack|cat\b"
         r"|select_backward|unbind|split|permute|clone|flip|pad|reverse"
-        r"|tile|repeat|expand|bitcast|reshape|view|narrow|_to_copy|contiguous"
+        r"|tile|repeat|expand|reshape|view|narrow|_to_copy|contiguous"
         r"|embedding|dynamic-update|tensorlist",
     ),
     (

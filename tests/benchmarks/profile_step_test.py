@@ -112,6 +112,8 @@ def test_self_times_of_nested_events(profile_step):
         ("aten::cat", "gather_copy"),
         ("ConcatV2", "gather_copy"),
         ("loop_add_fusion", "elementwise"),
+        ("tanh_bitcast_fusion", "elementwise"),
+        ("transpose_bitcast_fusion", "gather_copy"),
         ("aten::tanh", "elementwise"),
         ("Sigmoid", "elementwise"),
         ("custom-call", "other"),
