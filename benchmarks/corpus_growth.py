@@ -25,7 +25,7 @@ Usage:
 python benchmarks/make_corpus.py --pairs 10000000 --output data_cache/10m
 KERAS_BACKEND=jax python benchmarks/corpus_growth.py \\
     data_cache/100k data_cache/1m data_cache/10m --memory data_cache/100k \\
-    --record results/corpus_growth.json
+    --record results/corpus_growth_jax.json
 ```
 
 `--memory` also runs the given corpora held in memory (`data.stream =
@@ -86,6 +86,8 @@ def parse_arguments(argv=None):
     args = parser.parse_args(argv)
     if not (args.corpora or args.memory or args.ding or args.child):
         parser.error("give a corpus folder, --memory or --ding")
+    if args.steps < 1:
+        parser.error(f"--steps must be positive. Received: {args.steps}")
     return args
 
 

@@ -33,7 +33,8 @@ DEFAULTS = {
         "max_train_pairs": 0,  # 0: all
         # "files" and "tsv" without dev and test files: the most pairs of
         # each of dev and test (the split's fractions shrink on a large
-        # corpus, data.held_out_fractions); 0: 5% each, uncapped.
+        # corpus, data.held_out_fractions); 0: 5% each, uncapped. Dev
+        # files are cut to it too (their first pairs), test files not.
         "max_held_out_pairs": 3000,
         # "auto": stream the training pairs of a "files" or "tsv" corpus
         # from disk (data.stream) when they outnumber the shuffle buffer;

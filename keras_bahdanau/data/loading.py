@@ -59,7 +59,8 @@ def load_corpus(data_config):
             `keras_bahdanau.config.DEFAULTS`); `"files"` and `"tsv"` are
             split by hash (`split_pairs()`, dev and test each capped at
             `data.max_held_out_pairs`) unless dev and test files are
-            given; their unreadable lines are left out, with a warning
+            given (a dev file is cut to its first `max_held_out_pairs`
+            too); their unreadable lines are left out, with a warning
             that names them.
 
     Returns:
@@ -167,6 +168,11 @@ def _text_corpus(data_config, sample_size, seed):
         splits[split] = read_parallel_files(
             *(data_config[key] for key in _keys(split))
         )
+    # A dev set is validated every epoch and decoded at the end: its first
+    # pairs, as a hash split's. A test set is a benchmark: whole.
+    if given:
+        cap = data_config.get("max_held_out_pairs", 0) or None
+        splits["dev"] = splits["dev"][:cap]
     return text, splits
 
 

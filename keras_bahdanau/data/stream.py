@@ -38,8 +38,8 @@ from keras_bahdanau.data.text_corpus import CHUNK_LINES
 from keras_bahdanau.reserved import UNK_ID
 from keras_bahdanau.validation import check_int
 
-# The pairs of the vocabulary sample tokenized to choose the bucket widths
-# and to estimate the batches of a pass.
+# At most this many pairs of the vocabulary sample (every k-th) are
+# tokenized to choose the bucket widths and to estimate a pass's batches.
 BUCKET_SAMPLE = 100_000
 # A run directory's record of a stream's first pass (`StreamCallback`).
 STREAM_FILE = "stream.json"
@@ -311,9 +311,10 @@ def make_stream(
     draws from a buffer of `shuffle_buffer` pairs, reseeded each pass by
     `seed` and the pass's number: a corpus that is sorted (by source or
     length, say) should be shuffled once on disk. With `buckets=N` the
-    widths come from the lengths of the first `BUCKET_SAMPLE` pairs of
-    `corpus.sample`, as do the estimates of `Stream.estimate`; a sample
-    of every pair gives `make_dataset`'s widths and counts.
+    widths come from the lengths of `BUCKET_SAMPLE` pairs spread evenly
+    over `corpus.sample` (every k-th), as do the estimates of
+    `Stream.estimate`; a sample of every pair gives `make_dataset`'s
+    widths and counts.
 
     Args:
         corpus: a `TextCorpus`, or a `PairList` (or a list of pairs).
@@ -349,7 +350,10 @@ def make_stream(
     if seed is None:
         seed = random.SystemRandom().randrange(2**31)
     check_int("seed", seed, minimum=0)
-    sample = corpus.sample[:BUCKET_SAMPLE]
+    # The sample is in file order: every k-th pair of it, not its first
+    # ones, spans the whole file (a concatenation of corpora, say).
+    stride = max(-(-len(corpus.sample) // BUCKET_SAMPLE), 1)
+    sample = corpus.sample[::stride]
     if not sample:
         raise ValueError(
             "The corpus has no sample to choose bucket widths from: scan it "

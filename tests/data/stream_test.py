@@ -255,3 +255,26 @@ def test_invalid_streams(pairs, tokenizers):
     corpus = PairList(pairs, sample=[])
     with pytest.raises(ValueError, match="no sample to choose"):
         make_stream(corpus, *tokenizers)
+
+
+def test_bucket_widths_come_from_the_whole_sample_not_its_start(
+    pairs, tokenizers, monkeypatch
+):
+    # A sample in file order whose first half is short pairs and second
+    # half long ones (two corpora concatenated): with room for half the
+    # sample, every other pair is tokenized, so the long pairs count.
+    from keras_bahdanau.data import stream as stream_module
+
+    short = [pair for pair in pairs if len(pair[0].split()) <= 3]
+    long = [pair for pair in pairs if 6 <= len(pair[0].split()) <= 7]
+    sample = short[:20] + long[:20]
+    monkeypatch.setattr(stream_module, "BUCKET_SAMPLE", 20)
+    _, stream = make_stream(
+        PairList(short + long, sample=sample), *tokenizers,
+        batch_size=BATCH, max_length=MAX_LENGTH, shuffle=False, buckets=2,
+    )  # fmt: skip
+    _, expected = in_memory(sample[::2], tokenizers, shuffle=False, buckets=2)
+    assert stream.bucket_widths == expected.bucket_widths
+    # The estimate scales the strided sample's counts to the corpus.
+    assert stream.estimate.num_pairs == len(short) + len(long)
+    assert min(stream.bucket_widths) <= 5 < max(stream.bucket_widths)

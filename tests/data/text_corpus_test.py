@@ -182,3 +182,16 @@ def test_the_sample_is_uniform_seeded_and_the_same_from_files(tmp_path):
     assert 4 < taken.min() and taken.max() < 76
     chi_square = ((taken - 40) ** 2 / 40).sum()
     assert chi_square < 99 + 6 * math.sqrt(2 * 99)
+
+
+def test_dev_files_are_cut_to_the_cap_and_test_files_kept(tmp_path):
+    pairs = numbered_pairs(60)
+    data = {**DEFAULTS["data"], "corpus": "files", "max_held_out_pairs": 20}
+    for split in ("train", "dev", "test"):
+        folder = tmp_path / split
+        folder.mkdir()
+        paths = write_parallel(folder, *zip(*pairs, strict=True))
+        prefix = "" if split == "train" else f"{split}_"
+        data[f"{prefix}source_file"], data[f"{prefix}target_file"] = paths
+    splits = load_corpus(data)
+    assert splits == {"train": pairs, "dev": pairs[:20], "test": pairs}
