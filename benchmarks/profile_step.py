@@ -171,7 +171,9 @@ def _hlo_scopes(space):
         stat_names = {k: v.name for k, v in plane.stat_metadata.items()}
         for metadata in plane.event_metadata.values():
             stats = {stat_names[s.metadata_id]: s for s in metadata.stats}
-            if "Hlo Proto" not in stats:
+            # TensorFlow's XLA modules come without a program id: their
+            # ops' layers are then unknown ("other").
+            if "Hlo Proto" not in stats or "program_id" not in stats:
                 continue
             proto = hlo_pb2.HloProto()
             proto.ParseFromString(stats["Hlo Proto"].bytes_value)
