@@ -94,12 +94,13 @@ _PATTERNS = [
     ),
 ]
 _COMPILED = [(family, re.compile(p, re.I)) for family, p in _PATTERNS]
-# Not ops: the profilers' own and the runtimes' wrappers around the ops.
+# Not ops: the profilers' own and the runtimes' wrappers around the ops,
+# and waits (TensorFlow's `BlockUntilReady`: the host waiting for a step).
 _NOT_OPS = re.compile(
     r"^\d+ |^end: |\.py|\$|Thunk|Threadpool|PythonRef|PjitFunction|Execute"
     r"|TraceMe|::Run|Iterator|FunctionRun|ExecutorState|EagerLocalExecute"
     r"|InstantiatedC|Session|_Send|_Recv|Process|Transfer|Buffer|Wait"
-    r"|Prepare|Handle|Pjrt",
+    r"|Prepare|Handle|Pjrt|BlockUntilReady|ExecutorDoneCallback",
     re.I,
 )
 

@@ -92,6 +92,13 @@ def test_profiles_a_training_and_a_search_step(tmp_path):
     assert saved["rows"] == lines
 
 
+@pytest.mark.parametrize(
+    "name", ["BlockUntilReady", "ExecutorDoneCallback", "ThunkExecutor"]
+)
+def test_waits_and_wrappers_are_not_ops(profile_step, name):
+    assert profile_step._NOT_OPS.search(name)
+
+
 def test_self_times_of_nested_events(profile_step):
     # A loop of 10 holding two ops, then an op on its own: the loop keeps
     # only its own control (10 - 3 - 4), whatever the order of the events.
