@@ -471,6 +471,24 @@ def search_phase(args, config, splits, preprocessor, model):
 
 
 PHASES = {"training": training_phase, "beam_search": search_phase}
+# A row's fields, the same for both phases (null where a phase has none),
+# as records keep fixed fields per kind.
+FIELDS = (
+    "backend", "architecture", "preset", "phase",
+    # training
+    "steps", "batch_shapes",
+    # beam search
+    "beam_size", "batches", "batch_size", "source_widths",
+    "compile_s", "wall_s",
+    # training
+    "step_ms_median", "steps_ms", "steps_s", "input_s", "to_first_step_s",
+    "real_target_tokens_per_s",
+    # beam search
+    "decode_steps", "step_ms",
+    # both: `by_family`
+    "op_s", "families_s", "families_share", "layers_share",
+    "outside_ops_share", "families_by_layer_s", "top_ops", "load_average",
+)  # fmt: skip
 
 
 def parse_arguments(argv=None):
@@ -513,6 +531,7 @@ def main(argv=None):
             **PHASES[name](args, config, splits, preprocessor, model),
             "load_average": [round(x, 2) for x in os.getloadavg()],
         }
+        measurement = {field: measurement.get(field) for field in FIELDS}
         print(json.dumps(measurement), flush=True)
         measurements.append(measurement)
     if args.record:
