@@ -42,6 +42,7 @@ import re
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 from keras_bahdanau.startup import start_tensorflow
 
@@ -53,13 +54,13 @@ import numpy as np
 from keras_bahdanau import records
 from keras_bahdanau.config import add_override_argument
 from keras_bahdanau.config import resolve_config
-from keras_bahdanau.data import build_tokenizer
 from keras_bahdanau.data import load_corpus
 from keras_bahdanau.decoding import compile_search
 from keras_bahdanau.decoding.config import run_search
 from keras_bahdanau.models.factory import build_model
 from keras_bahdanau.preprocessor import TranslationPreprocessor
 from keras_bahdanau.reserved import EOS_ID
+from keras_bahdanau.trainer import _tokenizers as learn_tokenizers
 from keras_bahdanau.training import compile_model
 from keras_bahdanau.training import jit_compile_argument
 from keras_bahdanau.training import make_optimizer
@@ -319,16 +320,13 @@ def main_job(config_path, overrides):
     """A config's splits, preprocessor and compiled model."""
     config = resolve_config(config_path, overrides)
     splits = load_corpus(config["data"])
-    settings = config["tokenizer"]
-    tokenizers = [
-        build_tokenizer(
-            settings["kind"],
-            [pair[side] for pair in splits["train"]],
-            settings[f"{name}_vocabulary_size"],
-            lowercase=config["data"]["lowercase"],
-        )
-        for side, name in ((0, "source"), (1, "target"))
-    ]
+    # As `train` learns them (joint, threads), saved in a scratch folder.
+    tokenizers = learn_tokenizers(
+        Path(tempfile.mkdtemp(prefix="profile_vocabularies_")),
+        config,
+        splits["train"],
+        resuming=False,
+    )
     preprocessor = TranslationPreprocessor(*tokenizers)
     training = config["training"]
     keras.utils.set_random_seed(training["seed"])
