@@ -39,6 +39,29 @@ def test_token_accuracy_ignores_padding():
     np.testing.assert_allclose(to_numpy(metric.result()), 2 / 3, rtol=1e-6)
 
 
+def test_token_accuracy_is_the_argmax_share():
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(3, 5, 11)).astype("float32")
+    labels = rng.integers(1, 11, size=(3, 5))
+    labels[1, 3:] = 0
+    labels[0, :2] = logits[0, :2].argmax(-1)  # some hits for sure
+    real = labels != 0
+    expected = (logits.argmax(-1) == labels)[real].mean()
+    metric = MaskedTokenAccuracy()
+    metric.update_state(labels, logits)
+    np.testing.assert_allclose(to_numpy(metric.result()), expected, rtol=1e-6)
+
+
+def test_token_accuracy_counts_a_tie_with_the_label():
+    metric = MaskedTokenAccuracy()
+    labels = np.array([[3, 2]])
+    logits = np.zeros((1, 2, 5), "float32")
+    logits[0, 0, [1, 3]] = 2.0  # tied: the label 3 counts, not only id 1
+    logits[0, 1, [1, 2]] = [2.0, 1.0]  # the label 2 is not the max
+    metric.update_state(labels, logits)
+    np.testing.assert_allclose(to_numpy(metric.result()), 0.5, rtol=1e-6)
+
+
 def test_paper_optimizer():
     optimizer = make_optimizer("adadelta")
     assert isinstance(optimizer, keras.optimizers.Adadelta)
