@@ -1,4 +1,5 @@
 import keras
+from keras import ops
 
 
 @keras.saving.register_keras_serializable(package="keras_bahdanau")
@@ -13,7 +14,10 @@ class ProjectedRNN(keras.layers.RNN):
     `(..., k)`, and a `call` whose inputs are the projected ones
     (`ProjectedGRUCell`, `AttentionGRUCell`). Everything else is
     `keras.layers.RNN`: masks, `go_backwards`, initial states, recurrent
-    dropout, and it fits in `keras.layers.Bidirectional`.
+    dropout, and it fits in `keras.layers.Bidirectional`. On the torch
+    backend, which runs the recurrence eagerly, the loop over time calls
+    the cell's `call` directly (`_eager_loop`, the same function as
+    Keras's loop without its per-step layer call).
 
     Args:
         cell: a cell with `project_inputs`, built for the raw inputs.
@@ -49,3 +53,49 @@ class ProjectedRNN(keras.layers.RNN):
             mask=mask,
             training=training,
         )
+
+    def inner_loop(self, sequences, initial_state, mask, training=False):
+        if keras.config.backend() == "torch" and not self.stateful:
+            return self._eager_loop(sequences, initial_state, mask, training)
+        return super().inner_loop(sequences, initial_state, mask, training)
+
+    def _eager_loop(self, sequences, initial_state, mask, training=False):
+        """The recurrence as a Python loop over `self.cell.call`.
+
+        What `keras.layers.RNN` computes, for an eager backend: the
+        generic loop calls the cell through `Layer.__call__` at every
+        step, keeps the time counter as a tensor and runs the first step
+        twice (once for the output's shape), costs that dominate a torch
+        step at small batches (docs/profile.md).
+        """
+        kwargs = {}
+        if self.cell._call_has_training_arg:
+            kwargs["training"] = training
+        steps = ops.unstack(sequences, axis=1)
+        masks = None
+        if mask is not None:
+            masks = ops.unstack(ops.cast(mask, "bool")[..., None], axis=1)
+        order = range(len(steps))
+        if self.go_backwards:
+            order = reversed(order)
+        states = list(initial_state)
+        output, outputs = None, []
+        for t in order:
+            new_output, new_states = self.cell.call(steps[t], states, **kwargs)
+            if not keras.tree.is_nested(new_states):
+                new_states = [new_states]
+            if masks is not None:
+                if self.zero_output_for_mask or output is None:
+                    kept = ops.zeros_like(new_output)
+                else:
+                    kept = output
+                new_output = ops.where(masks[t], new_output, kept)
+                new_states = [
+                    ops.where(masks[t], new, old)
+                    for new, old in zip(new_states, states, strict=True)
+                ]
+            output, states = new_output, new_states
+            if self.return_sequences:
+                outputs.append(output)
+        outputs = ops.stack(outputs, axis=1) if outputs else output[:, None]
+        return output, outputs, states
