@@ -1,3 +1,5 @@
+import math
+
 import keras
 from keras import ops
 
@@ -22,11 +24,21 @@ def alignment_scores(projected_query, keys, score_vector):
     return ops.matmul(hidden, score_vector)
 
 
-# In training, the backward pass recomputes the (b, Tq, Tv, n) tanh from
-# its small inputs instead of keeping it: a decoder loop would otherwise
-# store one such tensor per target step (B x Ty x Tx x n floats in all).
-# Measured in benchmarks/README.md ("Optimisations tried").
+# In training, the backward pass can recompute the (b, Tq, Tv, n) tanh
+# from its small inputs instead of keeping it: a decoder loop otherwise
+# stores one such tensor per target step (B x Ty x Tx x n floats in all).
+# The recomputation costs time (on torch a checkpoint per step, which made
+# the main job's training step slower, docs/profile.md), so it is done only
+# where that tensor is large, or of a size unknown when traced.
+REMAT_MIN_ELEMENTS = 2**24  # 64 MB of float32 per step
 _rematerialized_alignment_scores = keras.remat(alignment_scores)
+
+
+def _worth_rematerializing(projected_query, keys):
+    dims = (*projected_query.shape[:2], *keys.shape[1:])
+    if any(dim is None for dim in dims):
+        return True
+    return math.prod(dims) >= REMAT_MIN_ELEMENTS
 
 
 @keras.saving.register_keras_serializable(package="keras_bahdanau")
@@ -71,7 +83,9 @@ class AdditiveAttention(keras.layers.Layer):
         mask: optional list `[query_mask, value_mask]`; `value_mask` is a
             boolean `(batch, Tv)`, False on padding. `query_mask` is ignored.
         return_attention_scores: bool, also return the alignment weights.
-        training: bool; when True (as inside `fit`), the scores are
+        training: bool; when True (as inside `fit`) and the
+            `(batch, Tq, Tv, units)` hidden tensor is large (at least
+            `REMAT_MIN_ELEMENTS`) or of unknown size, the scores are
             rematerialized in the backward pass rather than stored (same
             values).
 
@@ -163,9 +177,9 @@ class AdditiveAttention(keras.layers.Layer):
         projected_query = ops.matmul(
             query, ops.cast(self.query_kernel, self.compute_dtype)
         )  # (b, Tq, n)
-        score = (
-            _rematerialized_alignment_scores if training else alignment_scores
-        )
+        score = alignment_scores
+        if training and _worth_rematerializing(projected_query, keys):
+            score = _rematerialized_alignment_scores
         scores = score(  # (b, Tq, Tv)
             projected_query,
             keys,

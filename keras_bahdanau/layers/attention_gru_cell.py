@@ -147,8 +147,8 @@ class AttentionGRUCell(ConditionalGRUCell):
             projected_inputs: `(batch, 3n)`, `project_inputs(E y_{i-1})`.
             state: `(batch, units)`, `s_{i-1}`.
             memory: dict from `precompute`.
-            training: bool; in training the alignment scores are
-                recomputed in the backward pass (`AdditiveAttention`).
+            training: bool; in training, large alignment-score tensors
+                are recomputed in the backward pass (`AdditiveAttention`).
 
         Returns:
             `(s_i, c_i, alpha_i)` with shapes `(batch, units)`,

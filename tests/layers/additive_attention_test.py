@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 from keras_bahdanau.layers import AdditiveAttention
+from keras_bahdanau.layers import additive_attention
 from tests.numpy_reference import alignment
 from tests.numpy_reference import alignment_weight_gradients
 from tests.numpy_reference import to_numpy
@@ -118,11 +119,14 @@ def test_get_config_round_trip_and_gradients():
     assert len(model.trainable_weights) == 3
 
 
-def test_training_gradients_match_equations():
-    # In training the scores are rematerialized (keras.remat) in the
-    # backward pass; the gradients must still be those of A.1.2. One SGD
-    # step with learning rate 1 on the loss sum(c * upstream) moves each
-    # weight by minus its gradient.
+@pytest.mark.parametrize("rematerialized", [False, True])
+def test_training_gradients_match_equations(rematerialized, monkeypatch):
+    # In training, large score tensors are rematerialized (keras.remat) in
+    # the backward pass; the gradients must be those of A.1.2 either way.
+    # One SGD step with learning rate 1 on the loss sum(c * upstream)
+    # moves each weight by minus its gradient.
+    if rematerialized:
+        monkeypatch.setattr(additive_attention, "REMAT_MIN_ELEMENTS", 0)
     rng = np.random.default_rng(3)
     query = rng.normal(size=(2, 5)).astype("float32")
     value = rng.normal(size=(2, 6, 4)).astype("float32")
@@ -149,9 +153,23 @@ def test_training_gradients_match_equations():
         )
 
 
-def test_mixed_precision_training_step():
+def test_rematerializes_only_large_or_unknown_scores():
+    # Only the shapes are read: symbolic tensors, no memory.
+    small = (keras.KerasTensor((32, 1, 256)), keras.KerasTensor((32, 20, 256)))
+    large = (
+        keras.KerasTensor((2048, 1, 8)),
+        keras.KerasTensor((2048, 50, 1000)),
+    )
+    assert not additive_attention._worth_rematerializing(*small)
+    assert additive_attention._worth_rematerializing(*large)
+    unknown = (keras.KerasTensor((None, 1, 8)), keras.KerasTensor((4, 6, 8)))
+    assert additive_attention._worth_rematerializing(*unknown)
+
+
+def test_mixed_precision_training_step(monkeypatch):
     # bfloat16 compute, float32 weights and softmax; the rematerialized
     # scores run in training.
+    monkeypatch.setattr(additive_attention, "REMAT_MIN_ELEMENTS", 0)
     keras.mixed_precision.set_global_policy("mixed_bfloat16")
     try:
         layer = _layer(3)
