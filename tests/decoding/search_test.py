@@ -455,3 +455,24 @@ def test_coverage_penalty_of_a_model_without_attention_is_finite():
         + beta * real_tokens * np.log(COVERAGE_FLOOR),
         rtol=1e-5,
     )
+
+
+@pytest.mark.parametrize("index_dtype", ["int32", "int64"])
+def test_gather_beams_is_numpy_indexing(index_dtype):
+    from keras_bahdanau.decoding.beam_search import _gather_beams
+
+    rng = np.random.default_rng(0)
+    tensor = rng.normal(size=(3, 4, 2, 5)).astype("float32")
+    beams = rng.integers(0, 4, size=(3, 6)).astype(index_dtype)
+    # batch == beam: Keras's TensorFlow `add` once broadcast this wrongly.
+    square = np.array([[1, 0], [1, 1]], index_dtype)
+    np.testing.assert_array_equal(
+        ops.convert_to_numpy(_gather_beams(tensor[:2], square)),
+        tensor[:2][np.arange(2)[:, None], square],
+    )
+    expected = tensor[np.arange(3)[:, None], beams]  # (3, 6, 2, 5)
+    got = ops.convert_to_numpy(_gather_beams(tensor, beams))
+    np.testing.assert_array_equal(got, expected)
+    ids = rng.integers(0, 9, size=(3, 4)).astype("int32")  # (batch, n)
+    got_ids = ops.convert_to_numpy(_gather_beams(ids, beams))
+    np.testing.assert_array_equal(got_ids, ids[np.arange(3)[:, None], beams])
