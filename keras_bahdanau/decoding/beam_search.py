@@ -125,7 +125,6 @@ def beam_search(model, source_ids, config):
         source_mask, max_length, config.relative_max_length
     )  # (batch,)
     batch_size, source_length = ops.shape(source_ids)
-    beam_offsets = ops.arange(batch_size)[:, None] * beam_size  # (batch, 1)
     # A scalar tensor alpha lets a serving signature take it per request.
     alpha = ops.cast(config.length_penalty, "float32")
     beta = float(config.coverage_penalty)
@@ -253,7 +252,7 @@ def beam_search(model, source_ids, config):
             state, step_attention, alive_beams, alive_tokens
         )  # (batch, beam, T + 1), (batch, beam, T, Tx)
         cache = reorder(
-            cache, state.cache, ops.reshape(alive_beams + beam_offsets, (-1,))
+            cache, state.cache, _beam_rows(alive_beams, beam_size)
         )  # (batch * beam, ...)
 
         # Stop (kill the alive beams of) sentences that cannot improve.
@@ -312,19 +311,24 @@ def beam_search(model, source_ids, config):
     )
 
 
+def _beam_rows(beams, n):
+    """The rows `beams` (batch, beam) picks in a flattened (batch * n, ...)
+    tensor: `b * n + beams[b, k]`, as a (batch * beam,) vector."""
+    starts = ops.arange(ops.shape(beams)[0], dtype="int32") * n  # (batch,)
+    # (batch, 1) + (batch, beam), in this order: Keras's TensorFlow `add`
+    # takes a (batch, 1) second operand for a bias of the last axis when
+    # batch == beam (keras 3.15), and would add the starts across the beams.
+    return ops.reshape(ops.add(ops.expand_dims(starts, 1), beams), (-1,))
+
+
 def _gather_beams(tensor, beams):
     """`tensor[b, beams[b, k]]`: (batch, n, ...) -> (batch, beam, ...)."""
     # Whole rows of the flattened (batch * n, ...) tensor: a take_along_axis
     # would broadcast the indices to the tensor's full shape (on torch a
     # `remainder` over all of it, 14% of a beam step's op time).
     batch_size, n, *rest = ops.shape(tensor)  # dynamic where unknown
-    starts = ops.arange(batch_size, dtype="int32") * n  # (batch,)
-    # (batch, 1) + (batch, beam), in this order: Keras's TensorFlow `add`
-    # takes a (batch, 1) second operand for a bias of the last axis when
-    # batch == beam (keras 3.15), and would add the starts across the beams.
-    rows = ops.add(ops.expand_dims(starts, 1), beams)  # (batch, beam)
     gathered = ops.take(
-        ops.reshape(tensor, (-1, *rest)), ops.reshape(rows, (-1,)), axis=0
+        ops.reshape(tensor, (-1, *rest)), _beam_rows(beams, n), axis=0
     )
     beam = beams.shape[1] if beams.shape[1] is not None else -1
     return ops.reshape(gathered, (batch_size, beam, *rest))

@@ -79,16 +79,17 @@ class ProjectedRNN(keras.layers.RNN):
         if self.go_backwards:
             order = reversed(order)
         states = list(initial_state)
-        output, outputs = None, []
+        output, outputs, zeros = None, [], None
         for t in order:
             new_output, new_states = self.cell.call(steps[t], states, **kwargs)
             if not keras.tree.is_nested(new_states):
                 new_states = [new_states]
             if masks is not None:
+                if zeros is None:  # Once: the output's shape is fixed.
+                    zeros = ops.zeros_like(new_output)
+                kept = output
                 if self.zero_output_for_mask or output is None:
-                    kept = ops.zeros_like(new_output)
-                else:
-                    kept = output
+                    kept = zeros
                 new_output = ops.where(masks[t], new_output, kept)
                 new_states = [
                     ops.where(masks[t], new, old)
