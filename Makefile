@@ -17,12 +17,17 @@ PIP_INSTALL = $(PYTHON) -m pip install -q -c $(CONSTRAINTS)
 install:
 	$(PIP_INSTALL) -e ".[all,dev]"
 
+# Test processes per backend (pytest-xdist): the suite is mostly XLA
+# compilation, one core each, so two processes keep a 2-core machine busy.
+# TEST_WORKERS=0 runs the tests in pytest's own process.
+TEST_WORKERS ?= 2
+
 # Every test on every backend; fails if any backend fails.
 test: install
 	@status=0; for backend in $(BACKENDS); do \
 		echo "=== KERAS_BACKEND=$$backend ==="; \
 		KERAS_BACKEND=$$backend $(PYTHON) -m pytest -q -p no:cacheprovider \
-			|| status=1; \
+			-n $(TEST_WORKERS) || status=1; \
 	done; exit $$status
 
 # The slow tests (marked `large`), excluded from `make test`.

@@ -6,6 +6,21 @@ import os
 # subprocesses started by tests inherit it.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+import atexit  # noqa: E402
+import shutil  # noqa: E402
+import tempfile  # noqa: E402
+
+# Many tests build the same small model and compile the same programs; XLA
+# compilation is most of the suite's time on JAX. The backends' on-disk
+# caches of compiled programs (JAX's persistent compilation cache, keyed by
+# the program without its debug names), in a directory of this session
+# only, compile each program once; the subprocesses that tests start share
+# it. A cache the user set is kept.
+_COMPILE_CACHE = tempfile.mkdtemp(prefix="keras_bahdanau_tests_")
+atexit.register(shutil.rmtree, _COMPILE_CACHE, ignore_errors=True)
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", _COMPILE_CACHE)
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
