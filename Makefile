@@ -17,8 +17,8 @@ PIP_INSTALL = $(PYTHON) -m pip install -q -c $(CONSTRAINTS)
 install:
 	$(PIP_INSTALL) -e ".[all,dev]"
 
-# Test processes per backend (pytest-xdist): the suite is mostly XLA
-# compilation, one core each, so two processes keep a 2-core machine busy.
+# Test processes per backend (pytest-xdist): most of the suite runs on one
+# core (XLA compilation, eager torch), so two keep a 2-core machine busy.
 # TEST_WORKERS=0 runs the tests in pytest's own process.
 TEST_WORKERS ?= 2
 

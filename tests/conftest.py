@@ -11,14 +11,15 @@ import shutil  # noqa: E402
 import tempfile  # noqa: E402
 
 # Many tests build the same small model and compile the same programs; XLA
-# compilation is most of the suite's time on JAX. The backends' on-disk
-# caches of compiled programs (JAX's persistent compilation cache, keyed by
-# the program without its debug names), in a directory of this session
-# only, compile each program once; the subprocesses that tests start share
-# it. A cache the user set is kept.
-_COMPILE_CACHE = tempfile.mkdtemp(prefix="keras_bahdanau_tests_")
-atexit.register(shutil.rmtree, _COMPILE_CACHE, ignore_errors=True)
-os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", _COMPILE_CACHE)
+# compilation is most of the suite's time on JAX. JAX's persistent
+# compilation cache (keyed by the program without its debug names), in a
+# directory of this run, compiles each program once; pytest-xdist's
+# workers and the subprocesses that tests start inherit the directory, and
+# the process that made it removes it. A cache the user set is kept.
+if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
+    _compile_cache = tempfile.mkdtemp(prefix="keras_bahdanau_tests_")
+    atexit.register(shutil.rmtree, _compile_cache, ignore_errors=True)
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = _compile_cache
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 
 import keras  # noqa: E402
