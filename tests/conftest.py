@@ -22,6 +22,17 @@ if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
     os.environ["JAX_COMPILATION_CACHE_DIR"] = _compile_cache
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 
+# What is left of compilation is mostly LLVM optimizing XLA's CPU code,
+# which the tests' tiny programs do not run long enough to pay back: XLA's
+# backend optimization level 0 (JAX and TensorFlow's XLA; the HLO passes,
+# fusion included, still run, so the programs compute the same thing).
+# The tests' XLA programs compile about twice as fast. Kept if the user's
+# XLA_FLAGS set a level.
+if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = " ".join(
+        [os.environ.get("XLA_FLAGS", ""), "--xla_backend_optimization_level=0"]
+    ).strip()
+
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402

@@ -823,7 +823,9 @@ def numpy_alignment(features, source_mask):
         for j in range(target_length):
             for c in range(channels):
                 column = features[b, j, real, c]
-                winners = real[column == column.max()]
+                # Ties: within a relative 1e-5 plus 1e-6 of the maximum.
+                top = column.max()
+                winners = real[column >= top - (1e-5 * abs(top) + 1e-6)]
                 alignment[b, j, winners] += 1.0 / len(winners) / channels
     return alignment
 
@@ -845,6 +847,23 @@ def test_alignment_is_the_max_pooling_view():
     )
     expected = numpy_alignment(to_numpy(features), source_mask)
     np.testing.assert_allclose(alignment, expected, atol=1e-5)
+
+
+def test_alignment_shares_a_channel_between_near_ties_only():
+    # Channel 0: positions 0 and 2 tie within rounding, 1 is 1e-3 below;
+    # channel 1: position 1 alone; position 3 is padding and larger.
+    top = np.float32(0.7)
+    column = [top, top - np.float32(1e-3), np.nextafter(top, np.float32(0))]
+    features = np.array(
+        [[[[column[0], 0.1], [column[1], 0.9], [column[2], 0.2], [5.0, 5.0]]]],
+        "float32",
+    )  # (1, 1, 4, 2)
+    source_mask = np.array([[True, True, True, False]])
+    alignment = to_numpy(SourcePooling("max").alignment(features, source_mask))
+    np.testing.assert_allclose(alignment, [[[0.25, 0.5, 0.25, 0.0]]])
+    np.testing.assert_allclose(
+        alignment, numpy_alignment(features, source_mask), atol=1e-7
+    )
 
 
 @pytest.mark.parametrize("pooling", POOLINGS)

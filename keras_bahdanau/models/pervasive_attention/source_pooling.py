@@ -9,6 +9,12 @@ POOLINGS = ("max", "average", "attention", "max+attention", "average+attention")
 # Finite stand-in for -inf in masked max / softmax: -inf would turn an
 # all-padding row into NaN (inf - inf) instead of a harmless constant.
 _MASK_VALUE = -1e9
+# `alignment`: values this close to a channel's maximum tie with it. XLA
+# may compute the features once for the maximum and again for the
+# comparison (in two fusions, each compiled on its own), and the two can
+# differ in the last bits: bitwise equality then finds no winner at all.
+_TIE_RTOL = 1e-5
+_TIE_ATOL = 1e-6
 
 
 @keras.saving.register_keras_serializable(package="keras_bahdanau")
@@ -91,6 +97,11 @@ class SourcePooling(keras.layers.Layer):
     def alignment(self, inputs, source_mask):
         """Share of channels whose max over source positions is at `i`.
 
+        A channel whose maximum is reached at several positions (to a
+        relative 1e-5 plus 1e-6: more than the rounding by which two
+        compilations of the same features differ) gives each of them an
+        equal share of its unit of credit.
+
         Args:
             inputs: float `(batch, Ty, Tx, C)` final grid features.
             source_mask: bool `(batch, Tx)`.
@@ -104,7 +115,11 @@ class SourcePooling(keras.layers.Layer):
         masked = ops.where(mask, features, _MASK_VALUE)
         # (batch, Ty, 1, C)
         maximum = ops.max(masked, axis=2, keepdims=True)
-        winners = ops.logical_and(ops.equal(masked, maximum), mask)
+        # Near enough to the maximum is a winner (`_TIE_RTOL`).
+        tolerance = _TIE_RTOL * ops.abs(maximum) + _TIE_ATOL
+        winners = ops.logical_and(
+            ops.greater_equal(masked, maximum - tolerance), mask
+        )
         winners = ops.cast(winners, "float32")  # (batch, Ty, Tx, C)
         # Ties share the channel's unit of credit.
         ties = ops.maximum(ops.sum(winners, axis=2, keepdims=True), 1.0)
