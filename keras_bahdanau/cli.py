@@ -9,7 +9,10 @@ input that is not UTF-8, or a damaged run directory) or by a missing file
 (`FileNotFoundError`, e.g. a run directory that is not one) prints one
 line, `keras-bahdanau COMMAND: message`, to stderr and exits with status
 2. TensorFlow's C++ start-up log is dropped (`commands.start_tensorflow`).
-`keras-bahdanau --version` prints the version without loading Keras.
+`keras-bahdanau --version` prints the version without loading Keras. Run
+as a program, the command first starts again with glibc's malloc on
+transparent huge pages where the machine offers them
+(`startup.use_huge_pages`).
 """
 
 import argparse
@@ -18,6 +21,7 @@ import sys
 
 from keras_bahdanau import __version__
 from keras_bahdanau.commands import start_tensorflow
+from keras_bahdanau.startup import use_huge_pages
 from keras_bahdanau.validation import InputError
 
 # Each command and its help; "plot-attention" runs the module
@@ -37,7 +41,9 @@ LATE_TENSORFLOW = ("train",)
 
 
 def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
+    if argv is None:  # the program, not a call from Python
+        use_huge_pages()
+        argv = sys.argv[1:]
     parser = argparse.ArgumentParser(
         prog="keras-bahdanau",
         description="Attention-based NMT (Bahdanau et al., 2015) on Keras 3. "
