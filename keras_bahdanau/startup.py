@@ -59,7 +59,9 @@ def use_huge_pages(environ=None, execv=os.execv):
     )
     sys.stdout.flush()
     sys.stderr.flush()
-    execv(sys.executable, sys.orig_argv)
+    # The interpreter by its full path, so that it finds the same prefix
+    # (a virtual environment's) whatever name it was started by.
+    execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
     return False  # Only reached with a stand-in `execv`.
 
 

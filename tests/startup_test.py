@@ -63,7 +63,9 @@ def test_starts_again_with_the_tunable_added_to_the_user_s(monkeypatch):
     assert environ["GLIBC_TUNABLES"] == (
         "glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1"
     )
-    assert execv.calls == [(sys.executable, sys.orig_argv)]
+    assert execv.calls == [
+        (sys.executable, [sys.executable, *sys.orig_argv[1:]])
+    ]
     # The new process finds the tunable and goes on (no loop), as it does
     # when the user set it, to 0 or otherwise.
     for tunables in (environ["GLIBC_TUNABLES"], "glibc.malloc.hugetlb=0"):
