@@ -25,7 +25,8 @@ os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 # What is left of compilation is mostly LLVM optimizing XLA's CPU code,
 # which the tests' tiny programs do not run long enough to pay back: XLA's
 # backend optimization level 0 (JAX and TensorFlow's XLA; the HLO passes,
-# fusion included, still run, so the programs compute the same thing).
+# fusion included, still run, so the programs compute the same function up
+# to float rounding, which the tests' tolerances are for).
 # The tests' XLA programs compile about twice as fast. Kept if the user's
 # XLA_FLAGS set a level.
 if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
