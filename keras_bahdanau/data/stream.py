@@ -34,6 +34,7 @@ from keras_bahdanau.data.pipeline import _length_sums
 from keras_bahdanau.data.pipeline import _report
 from keras_bahdanau.data.pipeline import _widths
 from keras_bahdanau.data.pipeline import batch_pairs
+from keras_bahdanau.data.pipeline import without_autotuning
 from keras_bahdanau.data.text_corpus import CHUNK_LINES
 from keras_bahdanau.reserved import UNK_ID
 from keras_bahdanau.validation import check_int
@@ -191,7 +192,7 @@ class Stream:
                 .skip(skip)
             )
 
-        return (
+        return without_autotuning(
             tf.data.Dataset.range(1)
             .flat_map(iteration)
             .prefetch(tf.data.AUTOTUNE)

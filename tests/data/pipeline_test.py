@@ -244,6 +244,30 @@ def test_shuffling_follows_the_seed(data):
     )
 
 
+def test_autotuning_is_off_and_the_batches_are_those_with_it_on(data):
+    """Keras's new iterator each epoch must not wait for tf.data's tuner."""
+    pairs, source_tokenizer, target_tokenizer = data
+
+    def shuffled():
+        return pipeline.make_dataset(
+            pairs, source_tokenizer, target_tokenizer, 8, seed=3
+        )[0]
+
+    dataset = shuffled()
+    assert dataset.options().autotune.enabled is False
+    assert dataset.take(2).options().autotune.enabled is False  # kept
+    options = pipeline.tf.data.Options()
+    options.autotune.enabled = True
+    tuned = shuffled().with_options(options)
+    assert tuned.options().autotune.enabled is True
+    for _ in range(2):  # two epochs, each shuffled anew
+        found, expected = collect(dataset), collect(tuned)
+        assert len(found) == len(expected)
+        for got, want in zip(found, expected, strict=True):
+            for got_ids, want_ids in zip(got, want, strict=True):
+                np.testing.assert_array_equal(got_ids, want_ids)
+
+
 def test_feeds_model_fit(data):
     pairs, source_tokenizer, target_tokenizer = data
     dataset, report = pipeline.make_dataset(

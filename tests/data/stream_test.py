@@ -112,6 +112,13 @@ def test_a_stream_yields_make_dataset_batches_and_report(
     assert report.num_too_long and report.num_empty == 1
 
 
+def test_a_stream_runs_without_autotuning(pairs, tokenizers):
+    dataset, _ = make_stream(
+        PairList(pairs), *tokenizers, batch_size=BATCH, max_length=MAX_LENGTH
+    )
+    assert dataset.options().autotune.enabled is False
+
+
 def test_each_pass_shuffles_the_kept_pairs_anew_by_the_seed(pairs, tokenizers):
     options = {"batch_size": BATCH, "max_length": MAX_LENGTH}
     expected, report = in_memory(
