@@ -469,6 +469,31 @@ def test_length_penalty_and_evaluate_records_have_sections(
     assert render.render_summary(render.load_records()) == ""
 
 
+def test_an_earlier_commits_main_job_shows_beside_this_ones_only(tmp_path):
+    folder = tmp_path / "results"
+    for name, run, bleu in (("now", None, 6.25), ("before", "previous", 5.5)):
+        row = {
+            "run": run,
+            "epochs": 10,
+            "epoch_seconds": [70.0, 80.0],
+            "training_minutes": 14.0,
+            "dev": {"bleu": bleu, "chrf": 20.0, "sentences": 9},
+            "test": {"bleu": bleu, "chrf": 20.0, "sentences": 9},
+            "cpu_share": 0.8,
+            "peak_rss_mb": 2000.0,
+        }
+        records.write_record(folder / f"{name}.json", "demo", row)
+    found = render.load_records(folder)
+    page = render.render_page(found)
+    training = page[: page.index("## The main job on each backend")]
+    backends = page[page.index("## The main job on each backend") :]
+    assert "`now.json`" in training and "`before.json`" not in training
+    assert "| `before.json` | previous | " in backends
+    assert "| `now.json` | - | " in backends
+    summary = render.render_summary(found)
+    assert "6.25" in summary and "`before.json`" not in summary
+
+
 def test_small_data_records_have_their_own_section(tmp_path, monkeypatch):
     folder = tmp_path / "results"
     for name, section, bleu in (
@@ -478,7 +503,7 @@ def test_small_data_records_have_their_own_section(tmp_path, monkeypatch):
     ):
         row = {
             "section": section,
-            "run": name,
+            "run": name if section else None,  # a run of this release
             "change": "none",
             "dev": {"bleu": bleu, "sentences": 9},
             "log": [{"epoch": 1, "val_bleu": bleu, "val_loss": 4.5}],
