@@ -202,8 +202,8 @@ def without_autotuning(dataset):
     re-optimizes the pipeline's parallelism, and destroying the iterator
     waits until that thread is done. Keras makes a new iterator for each
     epoch (and each validation), so training stood still at the start of
-    an epoch, on the main job's config 2-37 s at half the epochs on two
-    cores busy with the training step (`docs/profile.md`). Off, the
+    an epoch: on the main job's config, two cores, 4-19 s in 19 of 28
+    epochs, once 38 s (`docs/profile.md`, "The start of an epoch"). Off, the
     batches are the same: a parallel map with `AUTOTUNE` runs on as many
     threads as there are cores, and a prefetch buffer of `AUTOTUNE` grows
     when the model drains it.
