@@ -107,12 +107,15 @@ JIT_COMPILE = ("auto", "true", "false")
 def jit_compile_argument(setting, strategy=None):
     """`model.compile`'s `jit_compile` for a `training.jit_compile` setting.
 
-    `"auto"` is XLA on JAX and on TensorFlow, on a CPU too: Keras's own
-    `"auto"` leaves TensorFlow's CPU without XLA, where the train step of
-    the main job ran 1.3x slower (benchmarks/README.md). Under a
-    `tf.distribute` strategy (`strategy="mirrored"`) and on torch it stays
-    Keras's choice (off; on torch `True` means `torch.compile`, which
-    compiled for 45 s and was not faster). `"true"` and `"false"` force it.
+    `"auto"` is XLA on JAX; elsewhere it is Keras's own `"auto"`: XLA on
+    TensorFlow with a GPU, none on TensorFlow's CPU, under a
+    `tf.distribute` strategy, or on torch (where `True` means
+    `torch.compile`, which compiled for 45 s and was not faster). On
+    TensorFlow's CPU the main job's training step ran 1.7x faster without
+    XLA than with it, and compiled in a fifth of the time: under XLA the
+    random numbers of Keras's dropout (TensorFlow's stateless RNG with its
+    default algorithm) cost more than the rest of the step
+    (docs/profile.md). `"true"` and `"false"` force it.
 
     Args:
         setting: `"auto"`, `"true"` or `"false"`.
@@ -124,8 +127,7 @@ def jit_compile_argument(setting, strategy=None):
         )
     if setting != "auto":
         return setting == "true"
-    backend = keras.backend.backend()
-    if backend in ("jax", "tensorflow") and strategy != "mirrored":
+    if keras.backend.backend() == "jax" and strategy != "mirrored":
         return True
     return "auto"
 

@@ -257,11 +257,27 @@ class _JitCompile(keras.callbacks.Callback):
         raise _TrainingDone()
 
 
-def test_jit_compile_reaches_the_model(tmp_path):
-    # The setting that is not Keras's default on a CPU (TensorFlow: XLA on;
-    # JAX: off; torch: off, its "true" being torch.compile). Training with
-    # XLA on TensorFlow: tests/models/translation_model_test.py.
-    setting = "true" if keras.backend.backend() == "tensorflow" else "false"
+def _on_a_gpu():
+    if keras.backend.backend() != "tensorflow":
+        return False
+    import tensorflow as tf
+
+    return bool(tf.config.list_physical_devices("GPU"))
+
+
+@pytest.mark.parametrize("setting", ["auto", "forced"])
+def test_jit_compile_reaches_the_model(tmp_path, setting):
+    backend = keras.backend.backend()
+    if setting == "auto":
+        # XLA on JAX and on TensorFlow's GPU; none on TensorFlow's CPU
+        # (slower there on the main job's length mix) nor on torch.
+        expected = backend == "jax" or _on_a_gpu()
+    else:
+        # The setting that is not the default: on torch "true" is
+        # torch.compile (minutes), so "false" is forced there too. Training
+        # with XLA on TensorFlow: tests/models/translation_model_test.py.
+        setting = "true" if backend == "tensorflow" else "false"
+        expected = setting == "true"
     config = resolve_config(
         None,
         FAST
@@ -272,7 +288,7 @@ def test_jit_compile_reaches_the_model(tmp_path):
     recorder = _JitCompile()
     with pytest.raises(_TrainingDone):
         train(config, callbacks=[recorder])
-    assert recorder.jit_compile is (setting == "true")
+    assert recorder.jit_compile is expected
 
 
 class _LearningRateAtEpoch(keras.callbacks.Callback):
