@@ -101,8 +101,8 @@ DEFAULTS = {
         "batch_size": 32,
         "precision": "float32",  # or "mixed_float16", "mixed_bfloat16"
         # XLA for the train step: "auto" is on for JAX and for TensorFlow
-        # with a GPU, off on TensorFlow's CPU (slower there on the main
-        # job's length mix), under the mirrored strategy and on torch,
+        # with a GPU, off on TensorFlow's CPU (where dropout's RNG is slow
+        # under XLA), under the mirrored strategy and on torch,
         # where "true" means torch.compile (training.jit_compile_argument).
         "jit_compile": "auto",
         # "bleu": the best checkpoint, early stopping and learning-rate

@@ -163,7 +163,7 @@ def test_label_smoothing_against_numpy():
 def test_jit_compile_argument():
     backend = keras.backend.backend()
     # XLA by default on JAX; elsewhere Keras's own "auto", which leaves
-    # TensorFlow's CPU (slower with XLA on the main job's mix) and torch
+    # TensorFlow's CPU (where dropout's RNG is slow under XLA) and torch
     # without it.
     expected = True if backend == "jax" else "auto"
     assert jit_compile_argument("auto") == expected

@@ -270,7 +270,7 @@ def test_jit_compile_reaches_the_model(tmp_path, setting):
     backend = keras.backend.backend()
     if setting == "auto":
         # XLA on JAX and on TensorFlow's GPU; none on TensorFlow's CPU
-        # (slower there on the main job's length mix) nor on torch.
+        # (dropout's RNG is slow under XLA there) nor on torch.
         expected = backend == "jax" or _on_a_gpu()
     else:
         # The setting that is not the default: on torch "true" is
