@@ -3,10 +3,11 @@ from keras import ops
 
 from keras_bahdanau.layers.additive_attention import AdditiveAttention
 from keras_bahdanau.layers.conditional_gru_cell import ConditionalGRUCell
+from keras_bahdanau.layers.projected_rnn import SplitRecurrentKernel
 
 
 @keras.saving.register_keras_serializable(package="keras_bahdanau")
-class AttentionGRUCell(ConditionalGRUCell):
+class AttentionGRUCell(SplitRecurrentKernel, ConditionalGRUCell):
     """The conditional GRU step of RNNsearch's decoder (A.2.2).
 
     One step attends with the previous state, then updates the state with the
@@ -154,7 +155,6 @@ class AttentionGRUCell(ConditionalGRUCell):
             `(s_i, c_i, alpha_i)` with shapes `(batch, units)`,
             `(batch, context_dim)` and `(batch, Tx)`.
         """
-        n = self.units
         state = ops.convert_to_tensor(state, self.compute_dtype)
         # `call`, not `__call__`: the layer is built, and its per-call
         # bookkeeping would run at every step (0.3 ms on torch).
@@ -172,15 +172,16 @@ class AttentionGRUCell(ConditionalGRUCell):
             ),
             1,
         )
-        # (batch, 3n) each: input, context and bias terms of all three gates.
-        x = projected_inputs + context_terms
-        recurrent_kernel = self._weight(self.recurrent_kernel)
-        recurrent = ops.matmul(state, recurrent_kernel[:, : 2 * n])
-        z = ops.sigmoid(x[:, :n] + recurrent[:, :n])
-        r = ops.sigmoid(x[:, n : 2 * n] + recurrent[:, n:])
-        candidate = ops.tanh(
-            x[:, 2 * n :] + ops.matmul(r * state, recurrent_kernel[:, 2 * n :])
+        # (batch, n) each: input, context and bias terms of the three gates.
+        x_z, x_r, x_h = ops.split(projected_inputs + context_terms, 3, axis=-1)
+        # [U_z, U_r]: (n, 2n) and U: (n, n), split once per sequence.
+        kernel_zr, kernel_h = self.recurrent_kernels()
+        recurrent_z, recurrent_r = ops.split(
+            ops.matmul(state, kernel_zr), 2, axis=-1
         )
+        z = ops.sigmoid(x_z + recurrent_z)
+        r = ops.sigmoid(x_r + recurrent_r)
+        candidate = ops.tanh(x_h + ops.matmul(r * state, kernel_h))
         new_state = (1.0 - z) * state + z * candidate
         return new_state, context, alpha
 

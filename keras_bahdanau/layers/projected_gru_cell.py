@@ -1,9 +1,11 @@
 import keras
 from keras import ops
 
+from keras_bahdanau.layers.projected_rnn import SplitRecurrentKernel
+
 
 @keras.saving.register_keras_serializable(package="keras_bahdanau")
-class ProjectedGRUCell(keras.layers.GRUCell):
+class ProjectedGRUCell(SplitRecurrentKernel, keras.layers.GRUCell):
     """`keras.layers.GRUCell` whose input products are computed beforehand.
 
     The same weights (`kernel` `[W_z, W_r, W]`, `recurrent_kernel`, `bias`)
@@ -87,22 +89,23 @@ class ProjectedGRUCell(keras.layers.GRUCell):
         n = self.units
         x_z, x_r, x_h = ops.split(inputs, 3, axis=-1)  # (batch, n) each
         _, recurrent_bias = self._biases()
-        kernel = self.recurrent_kernel  # [U_z, U_r, U]: (n, 3n)
+        # [U_z, U_r]: (n, 2n) and U: (n, n), split once per sequence.
+        kernel_zr, kernel_h = self.recurrent_kernels()
         recurrent_h = None
         if training and 0.0 < self.recurrent_dropout < 1.0:
             # One mask per gate, as `keras.layers.GRUCell` draws them.
             mask_z, mask_r, mask_h = self.get_recurrent_dropout_mask(h_tm1)
-            recurrent_z = ops.matmul(h_tm1 * mask_z, kernel[:, :n])
-            recurrent_r = ops.matmul(h_tm1 * mask_r, kernel[:, n : 2 * n])
+            recurrent_z = ops.matmul(h_tm1 * mask_z, kernel_zr[:, :n])
+            recurrent_r = ops.matmul(h_tm1 * mask_r, kernel_zr[:, n:])
             h_tm1_h = h_tm1 * mask_h
         elif self.reset_after:  # All three products at once.
             recurrent_z, recurrent_r, recurrent_h = ops.split(
-                ops.matmul(h_tm1, kernel), 3, axis=-1
+                ops.matmul(h_tm1, self.recurrent_kernel), 3, axis=-1
             )
             h_tm1_h = h_tm1
         else:
             recurrent_z, recurrent_r = ops.split(
-                ops.matmul(h_tm1, kernel[:, : 2 * n]), 2, axis=-1
+                ops.matmul(h_tm1, kernel_zr), 2, axis=-1
             )
             h_tm1_h = h_tm1
         if recurrent_bias is not None:  # (Not `+=`: torch's split views.)
@@ -112,12 +115,12 @@ class ProjectedGRUCell(keras.layers.GRUCell):
         r = self.recurrent_activation(x_r + recurrent_r)
         if self.reset_after:  # r * (U h + b_h): the cuDNN form
             if recurrent_h is None:
-                recurrent_h = ops.matmul(h_tm1_h, kernel[:, 2 * n :])
+                recurrent_h = ops.matmul(h_tm1_h, kernel_h)
             if recurrent_bias is not None:
                 recurrent_h = recurrent_h + recurrent_bias[2 * n :]
             recurrent_h = r * recurrent_h
         else:  # U (r * h): the paper's form
-            recurrent_h = ops.matmul(r * h_tm1_h, kernel[:, 2 * n :])
+            recurrent_h = ops.matmul(r * h_tm1_h, kernel_h)
         candidate = self.activation(x_h + recurrent_h)
         h = z * h_tm1 + (1 - z) * candidate
         return h, ([h] if keras.tree.is_nested(states) else h)

@@ -1,3 +1,5 @@
+import contextlib
+
 import keras
 from keras import ops
 
@@ -12,7 +14,9 @@ class ProjectedRNN(keras.layers.RNN):
     loop instead of `T` small ones inside it (as cuDNN's RNNs do). The
     cell provides `project_inputs(inputs)`, which maps `(..., m)` to
     `(..., k)`, and a `call` whose inputs are the projected ones
-    (`ProjectedGRUCell`, `AttentionGRUCell`). Everything else is
+    (`ProjectedGRUCell`, `AttentionGRUCell`). A cell with
+    `SplitRecurrentKernel` also gets its recurrent kernel split by gate
+    once per sequence rather than at every step. Everything else is
     `keras.layers.RNN`: masks, `go_backwards`, initial states, recurrent
     dropout, and it fits in `keras.layers.Bidirectional`. On the torch
     backend, which runs the recurrence eagerly, the loop over time calls
@@ -46,13 +50,17 @@ class ProjectedRNN(keras.layers.RNN):
             )
 
     def call(self, sequences, initial_state=None, mask=None, training=False):
-        # (batch, T, m) -> (batch, T, k), for every step in one product.
-        return super().call(
-            self.cell.project_inputs(sequences),
-            initial_state=initial_state,
-            mask=mask,
-            training=training,
+        split_once = getattr(
+            self.cell, "recurrent_kernels_split_once", contextlib.nullcontext
         )
+        with split_once():
+            # (batch, T, m) -> (batch, T, k), for every step in one product.
+            return super().call(
+                self.cell.project_inputs(sequences),
+                initial_state=initial_state,
+                mask=mask,
+                training=training,
+            )
 
     def inner_loop(self, sequences, initial_state, mask, training=False):
         if keras.config.backend() == "torch" and not self.stateful:
@@ -100,3 +108,38 @@ class ProjectedRNN(keras.layers.RNN):
                 outputs.append(output)
         outputs = ops.stack(outputs, axis=1) if outputs else output[:, None]
         return output, outputs, states
+
+
+class SplitRecurrentKernel:
+    """Mixin for GRU cells: the recurrent kernel split by gate, once.
+
+    A GRU step multiplies the state by `[U_z, U_r]` and `(r * state)` by
+    `U`, the two parts of its `(n, 3n)` `recurrent_kernel`. Sliced inside
+    the step, the slices' gradient is a kernel-sized tensor, zero but for
+    the slice, at every step: on TensorFlow without XLA and on torch that
+    is most of a step's copies (docs/profile.md). `ProjectedRNN` enters
+    `recurrent_kernels_split_once()` around its loop, so the split (and
+    its gradient) happens once per sequence; a step called on its own
+    (the searches) splits the kernel itself.
+
+    The cell has `units` and a `recurrent_kernel` of shape `(n, 3n)`.
+    """
+
+    _split_kernels = None
+
+    def recurrent_kernels(self):
+        """`(U_zr, U)`: shapes `(n, 2n)` and `(n, n)`, compute dtype."""
+        if self._split_kernels is not None:
+            return self._split_kernels
+        kernel = ops.cast(self.recurrent_kernel, self.compute_dtype)
+        return tuple(ops.split(kernel, [2 * self.units], axis=1))
+
+    @contextlib.contextmanager
+    def recurrent_kernels_split_once(self):
+        """Within it, `recurrent_kernels()` returns one split."""
+        self._split_kernels = None
+        self._split_kernels = self.recurrent_kernels()
+        try:
+            yield
+        finally:
+            self._split_kernels = None

@@ -112,3 +112,36 @@ def test_refuses_what_it_cannot_compute():
 def test_the_decoder_cell_projects_its_inputs_too():
     rnn = ProjectedRNN(AttentionGRUCell(4, context_dim=6))
     assert isinstance(rnn, keras.layers.RNN)
+
+
+def _gradients(layer, inputs, mask, upstream):
+    """`d sum(outputs * upstream) / d weights`, by one SGD step of rate 1.
+
+    Backend-neutral: `fit` takes the step and the weights move by minus
+    their gradient.
+    """
+    sequences = keras.Input(inputs.shape[1:])
+    padding = keras.Input(mask.shape[1:], dtype="bool")
+    model = keras.Model([sequences, padding], layer(sequences, mask=padding)[0])
+    before = [to_numpy(w) for w in layer.weights]
+    model.compile(
+        keras.optimizers.SGD(learning_rate=1.0),
+        loss=lambda y_true, y_pred: keras.ops.sum(y_true * y_pred),
+    )
+    model.fit([inputs, mask], upstream, batch_size=len(inputs), verbose=0)
+    return [b - to_numpy(a) for b, a in zip(before, layer.weights, strict=True)]
+
+
+@pytest.mark.parametrize("reset_after", [False, True])
+def test_same_gradients_as_keras_gru(reset_after):
+    # The recurrent kernel is split by gate once per sequence, outside the
+    # loop (`SplitRecurrentKernel`): its gradient must still be the sum of
+    # every step's, as `keras.layers.GRU` computes it.
+    gru, projected = _pair(reset_after)
+    inputs, mask = _sequences()
+    upstream = np.random.default_rng(5).normal(size=(3, 6, 4))
+    expected = _gradients(gru, inputs, mask, upstream.astype("float32"))
+    got = _gradients(projected, inputs, mask, upstream.astype("float32"))
+    names = ("kernel", "recurrent", "bias")
+    for name, a, b in zip(names, expected, got, strict=True):
+        np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-5, err_msg=name)

@@ -1,7 +1,10 @@
+import contextlib
+
 import keras
 import numpy as np
 import pytest
 
+from keras_bahdanau.layers import AttentionDecoder
 from keras_bahdanau.layers import AttentionGRUCell
 from keras_bahdanau.layers import ProjectedGRUCell
 from keras_bahdanau.layers import ProjectedRNN
@@ -109,3 +112,85 @@ def test_a_call_gives_the_same_as_the_generic_loop():
     )
     np.testing.assert_allclose(to_numpy(output), to_numpy(expected), atol=1e-6)
     np.testing.assert_allclose(to_numpy(state), to_numpy(states[0]), atol=1e-6)
+
+
+def test_the_recurrent_kernel_is_split_once_per_sequence():
+    cell = ProjectedGRUCell(4, reset_after=False)
+    rnn = ProjectedRNN(cell, return_sequences=True)
+    inputs, mask = _inputs()
+    rnn(inputs)  # builds
+    seen, split = [], cell.recurrent_kernels
+
+    def recurrent_kernels():
+        seen.append(cell._split_kernels is not None)
+        return split()
+
+    cell.recurrent_kernels = recurrent_kernels
+    rnn(inputs, mask=mask)
+    # Once by `recurrent_kernels_split_once`, then by the steps (each
+    # step eagerly, or the traced loop body once), all given that split.
+    assert seen[0] is False and len(seen) > 1 and all(seen[1:])
+    assert cell._split_kernels is None  # not kept past the call
+
+
+def test_the_split_kernels_are_dropped_when_the_loop_fails():
+    cell = ProjectedGRUCell(4, reset_after=False)
+    cell.build((None, 5))
+    with pytest.raises(RuntimeError, match="stop"):
+        with cell.recurrent_kernels_split_once():
+            kernels = cell.recurrent_kernels()
+            assert cell.recurrent_kernels() is kernels  # one split
+            raise RuntimeError("stop")
+    assert cell._split_kernels is None
+    kernel = to_numpy(cell.recurrent_kernel)  # [U_z, U_r | U]
+    zr, h = (to_numpy(k) for k in cell.recurrent_kernels())
+    np.testing.assert_array_equal(zr, kernel[:, :8])
+    np.testing.assert_array_equal(h, kernel[:, 8:])
+
+
+def test_the_decoder_cell_has_the_same_gradients_split_once(monkeypatch):
+    # The decoder's recurrent kernel split once per sentence, or at every
+    # step as a step called on its own does: the same gradients.
+    rng = np.random.default_rng(6)
+    inputs = rng.normal(size=(3, 5, 4)).astype("float32")
+    annotations = rng.normal(size=(3, 7, 6)).astype("float32")
+    source_mask = np.arange(7)[None, :] < np.array([7, 5, 2])[:, None]
+    upstream = rng.normal(size=(3, 5, 4 + 6)).astype("float32")
+    initial = np.tanh(rng.normal(size=(3, 4))).astype("float32")
+
+    def gradients():
+        decoder = AttentionDecoder(4, context_dim=6)
+        sources = [keras.Input((5, 4)), keras.Input((7, 6))]
+        state = keras.Input((4,))
+        padding = keras.Input((7,), dtype="bool")
+        model = keras.Model(
+            [*sources, state, padding], decoder(*sources, state, padding)
+        )
+        weights = np.random.default_rng(7)  # v_a starts at 0: not here
+        for weight in decoder.weights:
+            weight.assign(weights.normal(scale=0.5, size=weight.shape))
+        before = [to_numpy(w) for w in decoder.weights]
+        model.compile(
+            keras.optimizers.SGD(learning_rate=1.0),
+            loss=lambda y_true, y_pred: keras.ops.sum(y_true * y_pred),
+        )
+        model.fit(
+            [inputs, annotations, initial, source_mask],
+            upstream,
+            batch_size=3,
+            verbose=0,
+        )
+        after = decoder.weights
+        return [b - to_numpy(a) for b, a in zip(before, after, strict=True)]
+
+    split_once = gradients()
+    monkeypatch.setattr(
+        AttentionGRUCell,
+        "recurrent_kernels_split_once",
+        lambda self: contextlib.nullcontext(),
+    )
+    every_step = gradients()
+    assert len(split_once) == 7
+    for a, b in zip(every_step, split_once, strict=True):
+        assert np.abs(a).max() > 0  # every weight gets a gradient
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
