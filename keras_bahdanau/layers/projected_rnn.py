@@ -116,8 +116,8 @@ class SplitRecurrentKernel:
     A GRU step multiplies the state by `[U_z, U_r]` and `(r * state)` by
     `U`, the two parts of its `(n, 3n)` `recurrent_kernel`. Sliced inside
     the step, the slices' gradient is a kernel-sized tensor, zero but for
-    the slice, at every step: on TensorFlow without XLA and on torch that
-    is most of a step's copies (docs/profile.md). `ProjectedRNN` enters
+    the slice, at every step: on TensorFlow without XLA the costliest op
+    after the matrix products (docs/profile.md). `ProjectedRNN` enters
     `recurrent_kernels_split_once()` around its loop, so the split (and
     its gradient) happens once per sequence; a step called on its own
     (the searches) splits the kernel itself.
