@@ -17,6 +17,27 @@ def to_numpy(x):
     return keras.ops.convert_to_numpy(x)
 
 
+def sgd_step_gradients(model, weights, inputs, upstream):
+    """`d sum(model(inputs) * upstream) / d w` for each of `weights`.
+
+    Backend-neutral: one SGD step of learning rate 1 through `fit` moves
+    each weight by minus its gradient.
+
+    Returns:
+        `(before, gradients)`: the weights' values before the step, and
+        the gradients, as NumPy arrays in the order of `weights`.
+    """
+    before = [to_numpy(w) for w in weights]
+    model.compile(
+        keras.optimizers.SGD(learning_rate=1.0),
+        loss=lambda y_true, y_pred: keras.ops.sum(y_true * y_pred),
+    )
+    model.fit(inputs, upstream, batch_size=len(upstream), verbose=0)
+    return before, [
+        b - to_numpy(w) for b, w in zip(before, weights, strict=True)
+    ]
+
+
 def alignment(s_prev, keys_input, W_a, U_a, v_a, mask=None):
     """A.1.2 for one query per row: returns (c_i, alpha_i).
 

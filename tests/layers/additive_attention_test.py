@@ -6,6 +6,7 @@ from keras_bahdanau.layers import AdditiveAttention
 from keras_bahdanau.layers import additive_attention
 from tests.numpy_reference import alignment
 from tests.numpy_reference import alignment_weight_gradients
+from tests.numpy_reference import sgd_step_gradients
 from tests.numpy_reference import to_numpy
 
 
@@ -137,13 +138,8 @@ def test_training_gradients_match_equations(rematerialized, monkeypatch):
     model = keras.Model(
         [query_input, value_input], layer([query_input, value_input])
     )
-    before = _weights(layer)
-    model.compile(
-        keras.optimizers.SGD(learning_rate=1.0),
-        loss=lambda y_true, y_pred: keras.ops.sum(y_true * y_pred),
-    )
-    model.fit([query, value], upstream, batch_size=2, epochs=1, verbose=0)
-    steps = [b - a for b, a in zip(before, _weights(layer), strict=True)]
+    weights = [layer.query_kernel, layer.key_kernel, layer.score_vector]
+    before, steps = sgd_step_gradients(model, weights, [query, value], upstream)
     expected = alignment_weight_gradients(query, value, *before, upstream)
     for name, step, gradient in zip(
         ("W_a", "U_a", "v_a"), steps, expected, strict=True

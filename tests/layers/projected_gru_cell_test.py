@@ -5,6 +5,7 @@ import pytest
 from keras_bahdanau.layers import AttentionGRUCell
 from keras_bahdanau.layers import ProjectedGRUCell
 from keras_bahdanau.layers import ProjectedRNN
+from tests.numpy_reference import sgd_step_gradients
 from tests.numpy_reference import to_numpy
 
 
@@ -115,21 +116,11 @@ def test_the_decoder_cell_projects_its_inputs_too():
 
 
 def _gradients(layer, inputs, mask, upstream):
-    """`d sum(outputs * upstream) / d weights`, by one SGD step of rate 1.
-
-    Backend-neutral: `fit` takes the step and the weights move by minus
-    their gradient.
-    """
+    """`d sum(outputs * upstream) / d weights` of an RNN's sequences."""
     sequences = keras.Input(inputs.shape[1:])
     padding = keras.Input(mask.shape[1:], dtype="bool")
     model = keras.Model([sequences, padding], layer(sequences, mask=padding)[0])
-    before = [to_numpy(w) for w in layer.weights]
-    model.compile(
-        keras.optimizers.SGD(learning_rate=1.0),
-        loss=lambda y_true, y_pred: keras.ops.sum(y_true * y_pred),
-    )
-    model.fit([inputs, mask], upstream, batch_size=len(inputs), verbose=0)
-    return [b - to_numpy(a) for b, a in zip(before, layer.weights, strict=True)]
+    return sgd_step_gradients(model, layer.weights, [inputs, mask], upstream)[1]
 
 
 @pytest.mark.parametrize("reset_after", [False, True])
