@@ -62,6 +62,7 @@ def _coverage_penalty(attention, source_mask, beta):
     return beta * ops.sum(log_coverage, axis=-1)  # (batch, beam)
 
 
+@hypotheses.in_decoding_scope
 def beam_search(model, source_ids, config):
     """Translates with beam search, scoring with GNMT's penalties.
 

@@ -9,6 +9,7 @@ from keras_bahdanau.reserved import EOS_ID
 from keras_bahdanau.reserved import PAD_ID
 
 
+@hypotheses.in_decoding_scope
 def greedy_search(model, source_ids, max_length, relative_max_length=None):
     """Translates by picking the most probable token at every step.
 

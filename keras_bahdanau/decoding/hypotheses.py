@@ -19,6 +19,8 @@ a `tf.function` / TF SavedModel. Conventions shared by both:
 """
 
 import collections
+import contextlib
+import functools
 
 from keras import ops
 
@@ -43,6 +45,23 @@ Fields:
 """
 
 NEG_INF = float("-inf")
+
+
+def in_decoding_scope(search):
+    """Runs a search inside its model's `decoding_scope()`, if it has one.
+
+    A model may compute terms that every `decode_step` of one search uses
+    once, before the loop (RNNsearch joins its decoder's recurrent
+    kernels there); the scope holds them for the search.
+    """
+
+    @functools.wraps(search)
+    def wrapper(model, *args, **kwargs):
+        scope = getattr(model, "decoding_scope", contextlib.nullcontext)
+        with scope():
+            return search(model, *args, **kwargs)
+
+    return wrapper
 
 
 def max_lengths(source_mask, max_length, relative_max_length):

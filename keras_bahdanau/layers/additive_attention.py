@@ -168,15 +168,42 @@ class AdditiveAttention(keras.layers.Layer):
         query, value = inputs[0], inputs[1]
         keys = inputs[2] if len(inputs) > 2 else self.compute_keys(value)
         value_mask = mask[1] if isinstance(mask, (list, tuple)) else None
-
-        single_step = len(query.shape) == 2
-        if single_step:
-            query = ops.expand_dims(query, 1)  # (batch, dq) -> (batch, 1, dq)
-        # The weights in the compute dtype: a decoder step calls this
-        # method directly, outside `__call__`'s autocasting.
+        # The weights in the compute dtype: a decoder step calls these
+        # methods directly, outside `__call__`'s autocasting.
         projected_query = ops.matmul(
             query, ops.cast(self.query_kernel, self.compute_dtype)
-        )  # (b, Tq, n)
+        )  # (b, [Tq,] n)
+        context, alpha = self.attend(
+            projected_query, value, keys, value_mask, training=training
+        )
+        if return_attention_scores:
+            return context, alpha
+        return context
+
+    def attend(
+        self, projected_query, value, keys, value_mask=None, training=None
+    ):
+        """Alignment weights and context from an already projected query.
+
+        `call` without the query's product `W_a q_i`, for a decoder step
+        that multiplies `s_{i-1}` by `W_a` together with its other
+        recurrent kernels (`AttentionGRUCell`).
+
+        Args:
+            projected_query: `(batch, units)` or `(batch, Tq, units)`,
+                `W_a q_i`.
+            value: `(batch, Tv, dv)`.
+            keys: `(batch, Tv, units)`, `compute_keys(value)`, or the keys
+                of other values (the context is linear in the values).
+            value_mask: optional bool `(batch, Tv)`, False on padding.
+            training: as in `call`.
+
+        Returns:
+            `(context, alpha)`, shaped as `call`'s.
+        """
+        single_step = len(projected_query.shape) == 2
+        if single_step:  # (batch, n) -> (batch, 1, n)
+            projected_query = ops.expand_dims(projected_query, 1)
         score = alignment_scores
         if training and _worth_rematerializing(projected_query, keys):
             score = _rematerialized_alignment_scores
@@ -199,9 +226,7 @@ class AdditiveAttention(keras.layers.Layer):
         if single_step:
             context = ops.squeeze(context, 1)  # (b, 1, dv) -> (b, dv)
             alpha = ops.squeeze(alpha, 1)  # (b, 1, Tv) -> (b, Tv)
-        if return_attention_scores:
-            return context, alpha
-        return context
+        return context, alpha
 
     def compute_mask(self, inputs, mask=None):
         return None

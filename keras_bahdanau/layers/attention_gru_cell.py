@@ -27,11 +27,12 @@ class AttentionGRUCell(SplitRecurrentKernel, ConditionalGRUCell):
     bias (the paper omits biases "to make the equations less cluttered").
 
     Computed once, outside the recurrence: `precompute` gives per
-    sentence the keys `U_a h_j` (A.1.2) and `[C_z; C_r; C] h_j`, so
-    that the gates' context terms are `sum_j alpha_ij (C h_j)` (`C c_i` by
-    linearity); `project_inputs` gives `[W_z; W_r; W] E y_{i-1} + b` for
-    all target steps. Inside the loop only the products with `s_{i-1}`
-    remain.
+    sentence the keys `U_a h_j` (A.1.2) and the values `[h_j; C h_j]`
+    (`C = [C_z; C_r; C]`), so that one weighted sum gives `c_i` and the
+    gates' context terms `C c_i = sum_j alpha_ij (C h_j)` (by linearity);
+    `project_inputs` gives `[W_z; W_r; W] E y_{i-1} + b` for all target
+    steps. Inside the loop only the products with `s_{i-1}` remain, and
+    `W_a`, `U_z`, `U_r` are one of them.
 
     `AttentionDecoder` runs the cell in `keras.layers.RNN` (which has no
     `constants=` argument in Keras 3), handing it the memory with
@@ -120,19 +121,30 @@ class AttentionGRUCell(SplitRecurrentKernel, ConditionalGRUCell):
             source_mask: optional bool `(batch, Tx)`, False on padding.
 
         Returns:
-            The memory `step` attends to: a dict with `annotations`, `keys`
-            `U_a h_j` `(batch, Tx, attention_units)`,
-            `projected_annotations` `[C_z; C_r; C] h_j` `(batch, Tx, 3n)`
-            and `source_mask`.
+            The memory `step` attends to: a dict with `keys` `U_a h_j`
+            `(batch, Tx, attention_units)`, `values` `[h_j; C_z h_j; C_r
+            h_j; C h_j]` `(batch, Tx, context_dim + 3n)` and
+            `source_mask`. One weighted sum of `values` gives both `c_i`
+            and the gates' context terms.
         """
+        projected = ops.matmul(annotations, self._weight(self.context_kernel))
         return {
-            "annotations": annotations,
             "keys": self.attention.compute_keys(annotations),
-            "projected_annotations": ops.matmul(
-                annotations, self._weight(self.context_kernel)
-            ),
+            "values": ops.concatenate([annotations, projected], axis=-1),
             "source_mask": source_mask,
         }
+
+    def recurrent_kernels(self):
+        """`([W_a, U_z, U_r], U)`: shapes `(n, n' + 2n)` and `(n, n)`.
+
+        `W_a` (the alignment model's, A.1.2) joins the gates' kernels:
+        every product with `s_{i-1}` but `U [r_i * s_{i-1}]` is one.
+        """
+        if self._split_kernels is not None:
+            return self._split_kernels
+        kernel_zr, kernel_h = super().recurrent_kernels()
+        query_kernel = ops.cast(self.attention.query_kernel, self.compute_dtype)
+        return ops.concatenate([query_kernel, kernel_zr], axis=1), kernel_h
 
     def set_memory(self, memory):
         """Hands one batch's `precompute` output to the cell for an `RNN`."""
@@ -156,29 +168,25 @@ class AttentionGRUCell(SplitRecurrentKernel, ConditionalGRUCell):
             `(batch, context_dim)` and `(batch, Tx)`.
         """
         state = ops.convert_to_tensor(state, self.compute_dtype)
-        # `call`, not `__call__`: the layer is built, and its per-call
-        # bookkeeping would run at every step (0.3 ms on torch).
-        context, alpha = self.attention.call(
-            [state, memory["annotations"], memory["keys"]],
-            mask=[None, memory["source_mask"]],
-            return_attention_scores=True,
+        # W_a s_{i-1}, U_z s_{i-1} and U_r s_{i-1} in one product (the
+        # kernels are joined once per sequence, `recurrent_kernels`).
+        kernel_state, kernel_h = self.recurrent_kernels()
+        a, n = self.attention_units, self.units
+        projected_query, recurrent_z, recurrent_r = ops.split(
+            ops.matmul(state, kernel_state), [a, a + n], axis=-1
+        )
+        # [c_i; C_z c_i; C_r c_i; C c_i] = sum_j alpha_ij [h_j; C h_j]: the
+        # context terms of the gates by linearity, in the same product.
+        values, alpha = self.attention.attend(
+            projected_query,
+            memory["values"],
+            memory["keys"],
+            memory["source_mask"],
             training=training,
         )
-        # C c_i = sum_j alpha_ij (C h_j): (b, 1, Tx) @ (b, Tx, 3n) -> (b, 3n).
-        context_terms = ops.squeeze(
-            ops.matmul(
-                ops.expand_dims(ops.cast(alpha, self.compute_dtype), 1),
-                memory["projected_annotations"],
-            ),
-            1,
-        )
+        context, context_terms = ops.split(values, [self.context_dim], axis=-1)
         # (batch, n) each: input, context and bias terms of the three gates.
         x_z, x_r, x_h = ops.split(projected_inputs + context_terms, 3, axis=-1)
-        # [U_z, U_r]: (n, 2n) and U: (n, n), split once per sequence.
-        kernel_zr, kernel_h = self.recurrent_kernels()
-        recurrent_z, recurrent_r = ops.split(
-            ops.matmul(state, kernel_zr), 2, axis=-1
-        )
         z = ops.sigmoid(x_z + recurrent_z)
         r = ops.sigmoid(x_r + recurrent_r)
         candidate = ops.tanh(x_h + ops.matmul(r * state, kernel_h))

@@ -119,8 +119,9 @@ class SplitRecurrentKernel:
     the slice, at every step: on TensorFlow without XLA the costliest op
     after the matrix products (docs/profile.md). `ProjectedRNN` enters
     `recurrent_kernels_split_once()` around its loop, so the split (and
-    its gradient) happens once per sequence; a step called on its own
-    (the searches) splits the kernel itself.
+    its gradient) happens once per sequence; the searches enter it too
+    (`RNNSearch.decoding_scope`), and a step called outside it splits the
+    kernel itself. Entered again inside itself, the outer split holds.
 
     The cell has `units` and a `recurrent_kernel` of shape `(n, 3n)`.
     """
@@ -137,7 +138,9 @@ class SplitRecurrentKernel:
     @contextlib.contextmanager
     def recurrent_kernels_split_once(self):
         """Within it, `recurrent_kernels()` returns one split."""
-        self._split_kernels = None
+        if self._split_kernels is not None:  # Nested: the outer one holds.
+            yield
+            return
         self._split_kernels = self.recurrent_kernels()
         try:
             yield

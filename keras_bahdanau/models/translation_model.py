@@ -82,6 +82,8 @@ class TranslationModel(keras.Model):
       tensors, holding at least `"source_mask"`.
     - `decode_step(cache, previous_ids, step) -> (logits, attention, cache)`
       with logits `(batch, V)` float32 and attention `(batch, Tx)`.
+    - optionally `decoding_scope()`: a context manager the searches run
+      in, for terms every `decode_step` of a search shares.
 
     This class adds input checking, so that float ids or wrong ranks raise a
     clear error instead of failing deep inside a backend, and presets.

@@ -1,3 +1,4 @@
+import contextlib
 import dataclasses
 import functools
 import itertools
@@ -416,6 +417,35 @@ def test_search_runs_the_search_its_config_asks_for():
         result = to_numpy(search(model, SOURCES, config))
         for field, value in to_numpy(expected)._asdict().items():
             np.testing.assert_array_equal(getattr(result, field), value)
+
+
+@pytest.mark.parametrize("beam_size", [1, 3])
+def test_a_search_runs_in_the_models_decoding_scope(beam_size):
+    # A protocol model's optional `decoding_scope()` is entered once around
+    # the whole search, every `decode_step` inside it, and left after.
+    events = []
+
+    class ScopedModel(TableModel):
+        @contextlib.contextmanager
+        def decoding_scope(self):
+            events.append("enter")
+            try:
+                yield
+            finally:
+                events.append("exit")
+
+        def decode_step(self, cache, previous_ids, step):
+            events.append("step")
+            return super().decode_step(cache, previous_ids, step)
+
+    config = SearchConfig(beam_size=beam_size, max_length=4)
+    scoped = to_numpy(search(ScopedModel(), SOURCES, config))
+    plain = to_numpy(search(TableModel(), SOURCES, config))
+    assert events[0] == "enter" and events[-1] == "exit"
+    assert events.count("enter") == events.count("exit") == 1
+    assert events.count("step") >= 1
+    for got, expected in zip(scoped, plain, strict=True):
+        np.testing.assert_array_equal(got, expected)
 
 
 def test_greedy_bad_max_length_raises():

@@ -53,6 +53,35 @@ def test_precomputed_keys_give_the_same_result():
     np.testing.assert_allclose(to_numpy(cached), to_numpy(direct), atol=1e-6)
 
 
+@pytest.mark.parametrize("query_shape", [(3, 5), (3, 2, 5)])
+def test_attend_takes_the_projected_query(query_shape):
+    # `attend(W_a q, ...)` against the equations (A.1.2), with keys of the
+    # values and values of another width, as the decoder cell passes them.
+    rng = np.random.default_rng(5)
+    query = rng.normal(size=query_shape).astype("float32")
+    value = rng.normal(size=(3, 7, 4)).astype("float32")
+    wider = rng.normal(size=(3, 7, 9)).astype("float32")
+    mask = np.arange(7)[None, :] < np.array([[7], [4], [1]])
+    layer = _layer()
+    layer.build([query.shape, value.shape])
+    W_a, U_a, v_a = _weights(layer)
+    context, alpha = layer.attend(
+        query @ W_a, wider, layer.compute_keys(value), mask
+    )
+    single = len(query_shape) == 2
+    queries = query[:, None] if single else query
+    for i in range(queries.shape[1]):
+        _, expected_alpha = alignment(queries[:, i], value, W_a, U_a, v_a, mask)
+        got_alpha = to_numpy(alpha) if single else to_numpy(alpha)[:, i]
+        got_context = to_numpy(context) if single else to_numpy(context)[:, i]
+        np.testing.assert_allclose(got_alpha, expected_alpha, atol=1e-6)
+        np.testing.assert_allclose(
+            got_context,
+            np.einsum("bj,bjd->bd", expected_alpha, wider),
+            atol=1e-5,
+        )
+
+
 def test_sequence_of_queries_equals_one_step_at_a_time():
     rng = np.random.default_rng(2)
     queries = rng.normal(size=(2, 3, 5)).astype("float32")

@@ -24,9 +24,12 @@ def _inputs(seed=1, batch=3, steps=4, source_len=5, m=6, context=8):
     )
 
 
-def test_step_matches_equations():
+@pytest.mark.parametrize("attention_units", [None, 5])
+def test_step_matches_equations(attention_units):
+    # n' = n (the paper's choice) and n' != n, where the joined product
+    # [W_a, U_z, U_r] s_{i-1} is split at other places.
     embedded, annotations, mask = _inputs()
-    cell = AttentionGRUCell(7, context_dim=8)
+    cell = AttentionGRUCell(7, context_dim=8, attention_units=attention_units)
     cell.build((None, 6))
     _randomize(cell)
     state = np.random.default_rng(2).normal(size=(3, 7)).astype("float32")

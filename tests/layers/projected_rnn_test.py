@@ -149,6 +149,17 @@ def test_the_split_kernels_are_dropped_when_the_loop_fails():
     np.testing.assert_array_equal(h, kernel[:, 8:])
 
 
+def test_a_nested_split_keeps_the_outer_one():
+    cell = ProjectedGRUCell(4, reset_after=False)
+    cell.build((None, 5))
+    with cell.recurrent_kernels_split_once():
+        outer = cell.recurrent_kernels()
+        with cell.recurrent_kernels_split_once():
+            assert cell.recurrent_kernels() is outer
+        assert cell.recurrent_kernels() is outer  # not dropped by the inner
+    assert cell._split_kernels is None
+
+
 def test_the_decoder_cell_has_the_same_gradients_split_once(monkeypatch):
     # The decoder's recurrent kernel split once per sentence, or at every
     # step as a step called on its own does: the same gradients.

@@ -1,3 +1,4 @@
+import contextlib
 import importlib.util
 import os
 import subprocess
@@ -38,7 +39,8 @@ def test_encoder_matches_a21_with_masks():
     inputs = _batch()
     cache = model.encode(inputs["source_ids"])
     annotations, s0, mask = rnnsearch_encoder(model, inputs["source_ids"])
-    got = to_numpy(cache["annotations"])
+    # The values are [h_j; C h_j]: the annotations first.
+    got = to_numpy(cache["values"])[..., : annotations.shape[-1]]
     np.testing.assert_allclose(got[mask], annotations[mask], atol=1e-5)
     np.testing.assert_allclose(to_numpy(cache["state"]), s0, atol=1e-5)
 
@@ -390,3 +392,44 @@ def test_mixed_bfloat16_model_decodes():
     for result in (greedy, beam):
         assert np.all(np.isfinite(to_numpy(result.scores)))
         assert to_numpy(result.token_ids).shape[0] == 3
+
+
+def test_the_searches_join_the_decoder_kernels_once(monkeypatch):
+    # `decoding_scope`: [W_a, U_z, U_r] and U joined once per search, not
+    # at every step; the same hypotheses as joined at every step.
+    from keras_bahdanau.decoding import SearchConfig
+    from keras_bahdanau.decoding import beam_search
+    from keras_bahdanau.decoding import greedy_search
+
+    model = _model()
+    source = _batch()["source_ids"]
+    cell = model.decoder.cell
+    seen, joined = [], cell.recurrent_kernels
+
+    def recurrent_kernels():
+        seen.append(cell._split_kernels is not None)
+        return joined()
+
+    monkeypatch.setattr(cell, "recurrent_kernels", recurrent_kernels)
+
+    def searches():
+        return [
+            greedy_search(model, source, max_length=6),
+            beam_search(model, source, SearchConfig(beam_size=2, max_length=6)),
+        ]
+
+    once = searches()
+    # Each search joins once on entering the scope; its steps read that.
+    assert seen.count(False) == 2 and seen.count(True) >= 2
+    assert cell._split_kernels is None  # not kept past a search
+    monkeypatch.setattr(
+        RNNSearch, "decoding_scope", lambda self: contextlib.nullcontext()
+    )
+    every_step = searches()
+    for a, b in zip(once, every_step, strict=True):
+        np.testing.assert_array_equal(
+            to_numpy(a.token_ids), to_numpy(b.token_ids)
+        )
+        np.testing.assert_allclose(
+            to_numpy(a.scores), to_numpy(b.scores), rtol=1e-6
+        )

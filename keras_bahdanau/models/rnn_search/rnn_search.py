@@ -217,16 +217,22 @@ class RNNSearch(RNNTranslationModel):
             max_length: unused (RNN decoders need no target buffer).
 
         Returns:
-            dict with `annotations` (batch, Tx, 2n), the decoder's
-            per-sentence terms (`keys` `U_a h_j`, `projected_annotations`
-            `C h_j`; see `AttentionGRUCell.precompute`), `source_mask` bool
-            (batch, Tx) and `state` `s_0` (batch, n).
+            dict with the decoder's per-sentence terms (`keys` `U_a h_j`
+            and `values` `[h_j; C h_j]`, the annotations first; see
+            `AttentionGRUCell.precompute`), `source_mask` bool (batch, Tx)
+            and `state` `s_0` (batch, n).
         """
         source_ids = ops.convert_to_tensor(source_ids, "int32")
         source_mask = ops.not_equal(source_ids, 0)
         annotations, state = self._encode(self, source_ids, source_mask)
         memory = self.decoder.cell.precompute(annotations, source_mask)
         return {**memory, "state": state}
+
+    def decoding_scope(self):
+        """Within it, every `decode_step` reads the decoder's recurrent
+        kernels `[W_a, U_z, U_r]` and `U` joined once, not at each step
+        (the searches enter it)."""
+        return self.decoder.cell.recurrent_kernels_split_once()
 
     def decode_step(self, cache, previous_ids, step=None):
         """One decoder step: the decoder cell of A.2.2 and the readout.
