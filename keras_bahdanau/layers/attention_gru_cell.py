@@ -134,16 +134,14 @@ class AttentionGRUCell(SplitRecurrentKernel, ConditionalGRUCell):
             "source_mask": source_mask,
         }
 
-    def recurrent_kernels(self):
+    def compute_recurrent_kernels(self):
         """`([W_a, U_z, U_r], U)`: shapes `(n, n' + 2n)` and `(n, n)`.
 
         `W_a` (the alignment model's, A.1.2) joins the gates' kernels:
         every product with `s_{i-1}` but `U [r_i * s_{i-1}]` is one.
         """
-        if self._split_kernels is not None:
-            return self._split_kernels
-        kernel_zr, kernel_h = super().recurrent_kernels()
-        query_kernel = ops.cast(self.attention.query_kernel, self.compute_dtype)
+        kernel_zr, kernel_h = super().compute_recurrent_kernels()
+        query_kernel = self._weight(self.attention.query_kernel)
         return ops.concatenate([query_kernel, kernel_zr], axis=1), kernel_h
 
     def set_memory(self, memory):
@@ -169,7 +167,7 @@ class AttentionGRUCell(SplitRecurrentKernel, ConditionalGRUCell):
         """
         state = ops.convert_to_tensor(state, self.compute_dtype)
         # W_a s_{i-1}, U_z s_{i-1} and U_r s_{i-1} in one product (the
-        # kernels are joined once per sequence, `recurrent_kernels`).
+        # kernels joined by `compute_recurrent_kernels`, once per sequence).
         kernel_state, kernel_h = self.recurrent_kernels()
         a, n = self.attention_units, self.units
         projected_query, recurrent_z, recurrent_r = ops.split(

@@ -123,15 +123,21 @@ class SplitRecurrentKernel:
     (`RNNSearch.decoding_scope`), and a step called outside it splits the
     kernel itself. Entered again inside itself, the outer split holds.
 
-    The cell has `units` and a `recurrent_kernel` of shape `(n, 3n)`.
+    The cell has `units` and a `recurrent_kernel` of shape `(n, 3n)`. A
+    cell that arranges its kernels otherwise overrides
+    `compute_recurrent_kernels`.
     """
 
     _split_kernels = None
 
     def recurrent_kernels(self):
-        """`(U_zr, U)`: shapes `(n, 2n)` and `(n, n)`, compute dtype."""
+        """`compute_recurrent_kernels()`, once within the scope below."""
         if self._split_kernels is not None:
             return self._split_kernels
+        return self.compute_recurrent_kernels()
+
+    def compute_recurrent_kernels(self):
+        """`(U_zr, U)`: shapes `(n, 2n)` and `(n, n)`, compute dtype."""
         kernel = ops.cast(self.recurrent_kernel, self.compute_dtype)
         return tuple(ops.split(kernel, [2 * self.units], axis=1))
 
