@@ -17,9 +17,10 @@ seconds go to the caller found on the Python stack when it fires:
   averaging, the export).
 
 Prints one JSON line per caller (`seconds` by phase, `compilations`: the
-number of XLA compilations) and a last line with the totals and the
-command's wall seconds. JAX only: the other backends do not compile with
-XLA here (TensorFlow's CPU default runs without it, torch eagerly).
+number of XLA compilations) and a last line with the totals; a record's
+`wall_seconds` is the command's. JAX only: the other backends do not
+compile with XLA here (TensorFlow's CPU default runs without it, torch
+eagerly).
 
 Usage (the main job's first epoch, then its test evaluation and export):
 
@@ -33,7 +34,6 @@ KERAS_BACKEND=jax python benchmarks/compile_time.py \\
 import collections
 import json
 import sys
-import time
 import traceback
 
 from keras_bahdanau import records
@@ -91,9 +91,10 @@ class CompileEvents:
         if not self._listening or phase is None:
             return
         names = [frame.name for frame in traceback.extract_stack()]
-        self.seconds[caller(names)][phase] += duration
+        seconds = self.seconds[caller(names)]
+        seconds[phase] += duration
         if phase == "compile":
-            self.seconds[caller(names)]["compilations"] += 1
+            seconds["compilations"] += 1
 
     def __enter__(self):
         import jax
@@ -145,7 +146,6 @@ def main(argv=None):
     from keras_bahdanau import cli
 
     started = records.start()
-    began = time.monotonic()
     with CompileEvents() as events:
         cli.main(argv)
     rows = events.rows()
@@ -156,7 +156,6 @@ def main(argv=None):
         **{p: round(sum(r[p] for r in rows), 2) for p in PHASES.values()},
         "seconds": round(sum(row["seconds"] for row in rows), 2),
         "compilations": sum(row["compilations"] for row in rows),
-        "command_seconds": round(time.monotonic() - began, 1),
     }
     print(json.dumps(total), flush=True)
     if record_path:

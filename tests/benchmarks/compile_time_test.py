@@ -114,6 +114,8 @@ def test_main_sums_a_commands_compilations(
     written = json.loads(record.read_text())
     assert written["kind"] == "compile_time"
     assert written["rows"][-1] == callers["total"]
+    # Every row has the same fields (tests/records_test.py).
+    assert len({tuple(row) for row in written["rows"]}) == 1
     assert "--record" in written["argv"]
 
 
