@@ -31,6 +31,7 @@ KERAS_BACKEND=jax python benchmarks/compile_time.py \\
 ```
 """
 
+import argparse
 import collections
 import json
 import sys
@@ -51,8 +52,7 @@ def caller(function_names):
     """The caller of an event from the names of the functions on the stack.
 
     Args:
-        function_names: the names of the stack's functions, outermost
-            first (`traceback.extract_stack()`'s order).
+        function_names: the names of the stack's functions, in any order.
 
     Returns:
         One of the callers of the module docstring.
@@ -90,7 +90,8 @@ class CompileEvents:
         phase = PHASES.get(event)
         if not self._listening or phase is None:
             return
-        names = [frame.name for frame in traceback.extract_stack()]
+        # The code objects' names only: no source line is read.
+        names = [f.f_code.co_name for f, _ in traceback.walk_stack(None)]
         seconds = self.seconds[caller(names)]
         seconds[phase] += duration
         if phase == "compile":
@@ -122,15 +123,11 @@ class CompileEvents:
 
 def main(argv=None):
     program = argv is None
-    argv = sys.argv[1:] if program else list(argv)
-    command = list(argv)
-    record_path = None
-    if "--record" in argv:  # Ours, not the command's: taken out of argv.
-        index = argv.index("--record")
-        if index + 1 >= len(argv):
-            raise SystemExit("--record needs a path")
-        record_path = records.check_record_path(argv[index + 1])
-        del argv[index : index + 2]
+    command = sys.argv[1:] if program else list(argv)
+    # `--record` is ours; every other argument is the command's.
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    records.add_record_argument(parser)
+    args, argv = parser.parse_known_args(command)
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__)
         return
@@ -158,9 +155,9 @@ def main(argv=None):
         "compilations": sum(row["compilations"] for row in rows),
     }
     print(json.dumps(total), flush=True)
-    if record_path:
+    if args.record:
         records.write_record(
-            record_path,
+            args.record,
             "compile_time",
             {"measurements": [*rows, total]},
             started,
