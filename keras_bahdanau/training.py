@@ -6,6 +6,60 @@ from keras import ops
 from keras_bahdanau.reserved import PAD_ID
 
 
+def token_losses_from_logsumexp(logits, labels, label_smoothing):
+    """Each token's label-smoothed cross-entropy, from one logsumexp.
+
+    `-log p_y = logsumexp(z) - z_y` and `-mean_k log p_k = logsumexp(z) -
+    mean_k z_k`: one logsumexp and a gather of `z_y`. The backends' sparse
+    cross-entropy builds a one-hot `(batch, Ty, V)` target instead, 1.4x
+    (JAX) to 4x (torch) slower with its gradient (benchmarks/README.md,
+    "Optimisations tried"). The form of JAX and TensorFlow, where it is
+    faster than `token_losses_from_log_softmax` (docs/profile.md).
+
+    Args:
+        logits: float32 `(batch, Ty, V)`, `z`.
+        labels: int32 `(batch, Ty)`, `y`.
+        label_smoothing: float `eps` in [0, 1).
+
+    Returns:
+        float32 `(batch, Ty)`: `(1 - eps) * (-log p_y) + eps * mean_k(-log
+        p_k)`, padding included (the caller masks it).
+    """
+    label_logits = ops.squeeze(
+        ops.take_along_axis(logits, labels[..., None], axis=-1), -1
+    )  # (batch, Ty)
+    losses = ops.logsumexp(logits, axis=-1) - (1.0 - label_smoothing) * (
+        label_logits
+    )
+    if label_smoothing:
+        losses = losses - label_smoothing * ops.mean(logits, axis=-1)
+    return losses
+
+
+def token_losses_from_log_softmax(logits, labels, label_smoothing):
+    """`token_losses_from_logsumexp`'s values, from the log-softmax.
+
+    The form of torch: PyTorch's `log_softmax` and its gradient are one
+    pass over the `(batch, Ty, V)` logits each, where the gradient of its
+    `logsumexp` takes three (a subtraction, an exponential, a product),
+    and at the main job's shape those passes are a large share of the
+    training step (docs/profile.md).
+
+    Args and returns: as `token_losses_from_logsumexp`.
+    """
+    log_probs = ops.log_softmax(logits, axis=-1)  # (batch, Ty, V)
+    losses = -(1.0 - label_smoothing) * ops.squeeze(
+        ops.take_along_axis(log_probs, labels[..., None], axis=-1), -1
+    )
+    if label_smoothing:
+        losses = losses - label_smoothing * ops.mean(log_probs, axis=-1)
+    return losses
+
+
+# The form each backend computes the loss in; others use the logsumexp.
+_TOKEN_LOSSES = {"torch": token_losses_from_log_softmax}
+
+
 @keras.saving.register_keras_serializable(package="keras_bahdanau")
 class MaskedSparseCategoricalCrossentropy(keras.losses.Loss):
     """Cross-entropy per real target token; padding (id 0) is ignored.
@@ -47,18 +101,10 @@ class MaskedSparseCategoricalCrossentropy(keras.losses.Loss):
         y_true = ops.cast(y_true, "int32")
         mask = ops.cast(ops.not_equal(y_true, PAD_ID), "float32")
         logits = ops.cast(y_pred, "float32")  # (batch, Ty, V)
-        # -log p_y = logsumexp(z) - z_y and -mean_k log p_k =
-        # logsumexp(z) - mean_k z_k: one logsumexp and a gather of z_y.
-        # The backends' sparse cross-entropy builds a one-hot (batch, Ty,
-        # V) target instead, 1.4x (JAX) to 4x (torch) slower with its
-        # gradient (benchmarks/README.md, "Optimisations tried").
-        label_logits = ops.squeeze(
-            ops.take_along_axis(logits, y_true[..., None], axis=-1), -1
-        )  # (batch, Ty)
-        eps = self.label_smoothing
-        losses = ops.logsumexp(logits, axis=-1) - (1.0 - eps) * label_logits
-        if eps:
-            losses = losses - eps * ops.mean(logits, axis=-1)
+        token_losses = _TOKEN_LOSSES.get(
+            keras.backend.backend(), token_losses_from_logsumexp
+        )
+        losses = token_losses(logits, y_true, self.label_smoothing)
         # One scalar per batch: the base class's mean over it is a no-op.
         return ops.sum(losses * mask) / ops.maximum(ops.sum(mask), 1.0)
 

@@ -4,7 +4,9 @@ import sys
 import keras
 import numpy as np
 import pytest
+from keras import ops
 
+from keras_bahdanau import training
 from keras_bahdanau.training import MaskedSparseCategoricalCrossentropy
 from keras_bahdanau.training import MaskedTokenAccuracy
 from keras_bahdanau.training import jit_compile_argument
@@ -158,6 +160,90 @@ def test_label_smoothing_against_numpy():
     )
     with pytest.raises(ValueError, match="label_smoothing=1.0"):
         MaskedSparseCategoricalCrossentropy(label_smoothing=1.0)
+
+
+def _smoothed_loss_and_gradient(logits, labels, eps):
+    """NumPy: the masked mean of the smoothed cross-entropy, and its
+    gradient `(softmax(z) - q) * mask / N` by the logits, `q` the smoothed
+    target distribution."""
+    vocabulary = logits.shape[-1]
+    target = np.full(logits.shape, eps / vocabulary)
+    np.put_along_axis(
+        target, labels[..., None], 1 - eps + eps / vocabulary, axis=-1
+    )
+    log_probs = _log_softmax(logits.astype("float64"))
+    real = (labels != 0)[..., None]
+    per_token = -(target * log_probs).sum(-1)
+    gradient = (np.exp(log_probs) - target) * real / real.sum()
+    return per_token[real[..., 0]].mean(), gradient
+
+
+class _Logits(keras.layers.Layer):
+    """A trainable `(batch, Ty, V)` tensor, whatever the input."""
+
+    def __init__(self, values, **kwargs):
+        super().__init__(**kwargs)
+        self.logits = self.add_weight(
+            shape=values.shape,
+            initializer=keras.initializers.Constant(values),
+            name="logits",
+        )
+
+    def call(self, inputs):
+        return self.logits + 0.0 * ops.sum(inputs)
+
+
+@pytest.mark.parametrize(
+    "token_losses",
+    [
+        training.token_losses_from_logsumexp,
+        training.token_losses_from_log_softmax,
+    ],
+)
+@pytest.mark.parametrize("eps", [0.0, 0.1])
+def test_both_forms_of_the_loss_against_numpy(token_losses, eps, monkeypatch):
+    # Every backend runs both forms, not only its own (`_TOKEN_LOSSES`).
+    monkeypatch.setattr(
+        training,
+        "_TOKEN_LOSSES",
+        {keras.backend.backend(): token_losses},
+    )
+    rng = np.random.default_rng(2)
+    logits = (3 * rng.normal(size=(2, 5, 9))).astype("float32")
+    labels = np.array([[4, 5, 3, 8, 0], [6, 3, 0, 0, 0]])
+    expected, gradient = _smoothed_loss_and_gradient(logits, labels, eps)
+    loss = MaskedSparseCategoricalCrossentropy(label_smoothing=eps)
+    np.testing.assert_allclose(
+        to_numpy(loss(labels, logits)), expected, rtol=1e-5
+    )
+    # The gradient: one SGD step of learning rate 1 moves the logits by
+    # minus it (backend-neutral, through `fit`).
+    inputs = keras.Input((1,))
+    model = keras.Model(inputs, _Logits(logits)(inputs))
+    model.compile(keras.optimizers.SGD(learning_rate=1.0), loss=loss)
+    model.fit(
+        np.zeros((2, 1), "float32"),
+        labels,
+        batch_size=2,
+        shuffle=False,  # the logits do not move with the rows
+        verbose=0,
+    )
+    step = logits - to_numpy(model.layers[-1].logits)
+    # atol: float32's resolution at logits of up to about 8.
+    np.testing.assert_allclose(step, gradient, rtol=1e-4, atol=2e-6)
+
+
+def test_each_backend_computes_the_loss_in_its_form():
+    forms = {
+        "torch": training.token_losses_from_log_softmax,
+        "jax": training.token_losses_from_logsumexp,
+        "tensorflow": training.token_losses_from_logsumexp,
+    }
+    backend = keras.backend.backend()
+    chosen = training._TOKEN_LOSSES.get(
+        backend, training.token_losses_from_logsumexp
+    )
+    assert chosen is forms[backend]
 
 
 def test_jit_compile_argument():
