@@ -55,9 +55,11 @@ per second, and `utilisation` divides it by `--peak-tflops`. Beam
 bookkeeping (top-k over the beam times the vocabulary) is not counted.
 Null for RNNencdec.
 
-Profile (`--profile`, torch backend): one more run of our search per
-configuration under `torch.profiler`, its 15 costliest ops (self CPU
-time) printed to stderr: where the time of a step goes.
+Profile (`--profile`, torch backend): one more run of each search (ours,
+the reference's) per configuration under `torch.profiler`, printed to
+stderr: its op time (self CPU time, summed over threads) against its
+wall time, and its 15 costliest ops. Where the two searches have the
+same op time, the difference in wall time is spent outside the ops.
 
 Memory: `peak_memory_mb` is the framework's GPU counter on a GPU, else
 the peak RSS of the process (imports included, torch's too when the
@@ -167,8 +169,8 @@ def parse_arguments(argv=None):
         "--profile",
         action="store_true",
         help="torch backend: after each configuration, one more run of "
-        "our search under torch.profiler; its ops by self CPU time go to "
-        "stderr",
+        "each search (ours, the reference's) under torch.profiler; its op "
+        "time, wall time and costliest ops go to stderr",
     )
     parser.add_argument("--seed", type=int, default=0)
     records.add_record_argument(parser)
@@ -382,7 +384,7 @@ def benchmark(model, args, beam_size, batch_size, reference=None, other=None):
         searches["compare"] = keras_search(other, beam_size, args.max_length)
     timed = time_in_alternation(searches, source_ids, args.repeats)
     if args.profile:
-        profile(searches["keras"], source_ids, beam_size, batch_size)
+        profile(searches, source_ids, beam_size, batch_size)
     ours = timed["keras"]
     seconds = statistics.median(ours["times"])
     tokens, lengths, _ = ours["output"]
@@ -436,22 +438,34 @@ def benchmark(model, args, beam_size, batch_size, reference=None, other=None):
     return record
 
 
-def profile(search, source_ids, beam_size, batch_size):
-    """One run of `search` under torch.profiler; the top ops to stderr."""
+def profile(searches, source_ids, beam_size, batch_size):
+    """One more run of each search under torch.profiler, to stderr.
+
+    Per search: its op time (the ops' self CPU time, summed over threads)
+    against its wall time, then its 15 costliest ops. The same op time in
+    more wall time is time outside the ops: Python, Keras's op wrappers
+    and PyTorch's dispatch.
+    """
     import torch
 
-    with torch.profiler.profile(
-        activities=[torch.profiler.ProfilerActivity.CPU]
-    ) as profiler:
-        search(source_ids)
-    print(
-        f"profile: beam {beam_size}, batch {batch_size}\n"
-        + profiler.key_averages().table(
-            sort_by="self_cpu_time_total", row_limit=15
-        ),
-        file=sys.stderr,
-        flush=True,
-    )
+    for name, search in searches.items():
+        with torch.profiler.profile(
+            activities=[torch.profiler.ProfilerActivity.CPU]
+        ) as profiler:
+            start = time.perf_counter()
+            search(source_ids)
+            wall_ms = (time.perf_counter() - start) * 1e3
+        averages = profiler.key_averages()
+        op_ms = sum(event.self_cpu_time_total for event in averages) / 1e3
+        calls = sum(event.count for event in averages)
+        print(
+            f"profile: {name}, beam {beam_size}, batch {batch_size}: "
+            f"{op_ms:.1f} ms of op time in {calls} op calls, "
+            f"{wall_ms:.1f} ms of wall time (under the profiler)\n"
+            + averages.table(sort_by="self_cpu_time_total", row_limit=15),
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def _round_ratios(numerators, denominators):

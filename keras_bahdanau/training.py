@@ -10,11 +10,11 @@ def token_losses_from_logsumexp(logits, labels, label_smoothing):
     """Each token's label-smoothed cross-entropy, from one logsumexp.
 
     `-log p_y = logsumexp(z) - z_y` and `-mean_k log p_k = logsumexp(z) -
-    mean_k z_k`: one logsumexp and a gather of `z_y`. The backends' sparse
-    cross-entropy builds a one-hot `(batch, Ty, V)` target instead, 1.4x
-    (JAX) to 4x (torch) slower with its gradient (benchmarks/README.md,
-    "Optimisations tried"). The form of JAX and TensorFlow, where it is
-    faster than `token_losses_from_log_softmax` (docs/profile.md).
+    mean_k z_k`: one logsumexp and a gather of `z_y`, where the backends'
+    sparse cross-entropy builds a one-hot `(batch, Ty, V)` target, one
+    more tensor of the logits' size to write and read. The form of JAX
+    and TensorFlow, where it is faster than
+    `token_losses_from_log_softmax` (docs/profile.md, "Training").
 
     Args:
         logits: float32 `(batch, Ty, V)`, `z`.
@@ -43,7 +43,7 @@ def token_losses_from_log_softmax(logits, labels, label_smoothing):
     pass over the `(batch, Ty, V)` logits each, where the gradient of its
     `logsumexp` takes three (a subtraction, an exponential, a product),
     and at the main job's shape those passes are a large share of the
-    training step (docs/profile.md).
+    training step (docs/profile.md, "Training").
 
     Args and returns: as `token_losses_from_logsumexp`.
     """

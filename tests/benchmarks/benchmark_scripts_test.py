@@ -11,6 +11,7 @@ import json
 import math
 import os
 import pathlib
+import re
 import subprocess
 import sys
 import time
@@ -413,6 +414,43 @@ def test_decode_throughput_times_the_reference_on_the_same_sources():
     assert len(line["pytorch_times_s"]) == len(line["times_s"]) == 2
     assert 0 <= line["pytorch_same_tokens"] <= 1
     assert len(line["round_ratios"]) == 2
+
+
+@requires_torch
+def test_decode_throughput_profiles_each_search(monkeypatch, capsys):
+    """`--profile`: per search, its op time against its wall time."""
+    import torch
+
+    script = _load("decode_throughput", monkeypatch)
+    matrix = torch.ones((512, 512))
+
+    def searches_of(products):
+        def search(source_ids):
+            for _ in range(products):
+                torch.mm(matrix, matrix)
+
+        return search
+
+    script.profile(
+        {"keras": searches_of(3), "pytorch": searches_of(1)},
+        np.zeros((2, 4), "int32"),
+        beam_size=5,
+        batch_size=2,
+    )
+    printed = capsys.readouterr().err
+    heads = re.findall(
+        r"profile: (\w+), beam 5, batch 2: ([\d.]+) ms of op time in "
+        r"(\d+) op calls, ([\d.]+) ms of wall time",
+        printed,
+    )
+    assert [name for name, *_ in heads] == ["keras", "pytorch"]
+    # Three times the products, three times the op calls (with the ops
+    # each product calls inside it).
+    calls = [int(calls) for _, _, calls, _ in heads]
+    assert calls[0] == 3 * calls[1] > 0
+    for _, op_ms, _, wall_ms in heads:
+        assert 0 < float(op_ms) and 0 < float(wall_ms)
+    assert printed.count("aten::mm") == 2  # each search's table
 
 
 @requires_torch
