@@ -60,6 +60,13 @@ def token_losses_from_log_softmax(logits, labels, label_smoothing):
 _TOKEN_LOSSES = {"torch": token_losses_from_log_softmax}
 
 
+def token_losses():
+    """The form of the loss for the current backend (`_TOKEN_LOSSES`)."""
+    return _TOKEN_LOSSES.get(
+        keras.backend.backend(), token_losses_from_logsumexp
+    )
+
+
 @keras.saving.register_keras_serializable(package="keras_bahdanau")
 class MaskedSparseCategoricalCrossentropy(keras.losses.Loss):
     """Cross-entropy per real target token; padding (id 0) is ignored.
@@ -101,10 +108,7 @@ class MaskedSparseCategoricalCrossentropy(keras.losses.Loss):
         y_true = ops.cast(y_true, "int32")
         mask = ops.cast(ops.not_equal(y_true, PAD_ID), "float32")
         logits = ops.cast(y_pred, "float32")  # (batch, Ty, V)
-        token_losses = _TOKEN_LOSSES.get(
-            keras.backend.backend(), token_losses_from_logsumexp
-        )
-        losses = token_losses(logits, y_true, self.label_smoothing)
+        losses = token_losses()(logits, y_true, self.label_smoothing)
         # One scalar per batch: the base class's mean over it is a no-op.
         return ops.sum(losses * mask) / ops.maximum(ops.sum(mask), 1.0)
 

@@ -17,11 +17,12 @@ def to_numpy(x):
     return keras.ops.convert_to_numpy(x)
 
 
-def sgd_step_gradients(model, weights, inputs, upstream):
+def sgd_step_gradients(model, weights, inputs, upstream, loss=None):
     """`d sum(model(inputs) * upstream) / d w` for each of `weights`.
 
     Backend-neutral: one SGD step of learning rate 1 through `fit` moves
-    each weight by minus its gradient.
+    each weight by minus its gradient. With `loss`, the gradient is that
+    of `loss(upstream, model(inputs))` instead (`upstream` the labels).
 
     Returns:
         `(before, gradients)`: the weights' values before the step, and
@@ -30,9 +31,17 @@ def sgd_step_gradients(model, weights, inputs, upstream):
     before = [to_numpy(w) for w in weights]
     model.compile(
         keras.optimizers.SGD(learning_rate=1.0),
-        loss=lambda y_true, y_pred: keras.ops.sum(y_true * y_pred),
+        loss=loss or (lambda y_true, y_pred: keras.ops.sum(y_true * y_pred)),
     )
-    model.fit(inputs, upstream, batch_size=len(upstream), verbose=0)
+    # One batch, in order: a model whose output does not follow its input
+    # rows still meets the labels of its rows.
+    model.fit(
+        inputs,
+        upstream,
+        batch_size=len(upstream),
+        shuffle=False,
+        verbose=0,
+    )
     return before, [
         b - to_numpy(w) for b, w in zip(before, weights, strict=True)
     ]
